@@ -1,0 +1,139 @@
+//! The CNI error object: a spec code, a message and optional details.
+
+use std::fmt;
+
+/// Spec error codes (SPEC §5 and the reference `types` package).
+pub mod code {
+    pub const UNKNOWN: u32 = 0;
+    pub const INCOMPATIBLE_VERSION: u32 = 1;
+    pub const UNSUPPORTED_FIELD: u32 = 2;
+    pub const UNKNOWN_CONTAINER: u32 = 3;
+    pub const INVALID_ENVIRONMENT: u32 = 4;
+    pub const IO_FAILURE: u32 = 5;
+    pub const DECODING_FAILURE: u32 = 6;
+    pub const INVALID_NETWORK_CONFIG: u32 = 7;
+    pub const INVALID_NETNS: u32 = 8;
+    pub const TRY_AGAIN_LATER: u32 = 11;
+    pub const PLUGIN_NOT_AVAILABLE: u32 = 50;
+    pub const LIMITED_CONNECTIVITY: u32 = 51;
+    pub const INTERNAL: u32 = 999;
+}
+
+/// An error as a plugin reports it on stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: u32,
+    pub msg: String,
+    pub details: String,
+}
+
+impl Error {
+    pub fn new(code: u32, msg: impl Into<String>) -> Self {
+        Error {
+            code,
+            msg: msg.into(),
+            details: String::new(),
+        }
+    }
+
+    pub fn with_details(code: u32, msg: impl Into<String>, details: impl Into<String>) -> Self {
+        Error {
+            code,
+            msg: msg.into(),
+            details: details.into(),
+        }
+    }
+
+    /// An error without a more specific code; the reference skel maps every
+    /// plain Go error to 999.
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Error::new(code::INTERNAL, msg)
+    }
+
+    /// Prefix the message with what was being done, keeping code and details.
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.msg = format!("{what}: {}", self.msg);
+        self
+    }
+
+    /// The wire form: `{"cniVersion"?, "code", "msg", "details"?}`, indented
+    /// with four spaces like the reference, without a trailing newline.
+    /// `cniVersion` is added when known, as the spec asks; the reference
+    /// omits it, and Go decoders ignore the extra key.
+    pub fn to_json(&self, cni_version: Option<&str>) -> String {
+        // Built by hand to keep the reference's key order.
+        let mut out = String::from("{\n");
+        if let Some(v) = cni_version {
+            out.push_str(&format!("    \"cniVersion\": {},\n", json_str(v)));
+        }
+        out.push_str(&format!("    \"code\": {},\n", self.code));
+        out.push_str(&format!("    \"msg\": {}", json_str(&self.msg)));
+        if !self.details.is_empty() {
+            out.push_str(&format!(",\n    \"details\": {}", json_str(&self.details)));
+        }
+        out.push_str("\n}");
+        out
+    }
+
+    /// Parse an error object printed by another plugin.
+    pub fn from_json(bytes: &[u8]) -> Option<Error> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let obj = v.as_object()?;
+        let code = obj.get("code")?.as_u64()?;
+        Some(Error {
+            code: u32::try_from(code).unwrap_or(code::INTERNAL),
+            msg: obj
+                .get("msg")
+                .and_then(|m| m.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            details: obj
+                .get("details")
+                .and_then(|m| m.as_str())
+                .unwrap_or_default()
+                .to_string(),
+        })
+    }
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.details.is_empty() {
+            write!(f, "{}", self.msg)
+        } else {
+            write!(f, "{}; {}", self.msg, self.details)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_form_matches_reference() {
+        let e = Error::new(4, "required env variables [CNI_NETNS] missing");
+        assert_eq!(
+            e.to_json(None),
+            "{\n    \"code\": 4,\n    \"msg\": \"required env variables [CNI_NETNS] missing\"\n}"
+        );
+        let e = Error::with_details(1, "incompatible CNI versions", "config is \"9.9.9\"");
+        assert_eq!(
+            e.to_json(Some("1.0.0")),
+            "{\n    \"cniVersion\": \"1.0.0\",\n    \"code\": 1,\n    \"msg\": \"incompatible CNI versions\",\n    \"details\": \"config is \\\"9.9.9\\\"\"\n}"
+        );
+    }
+
+    #[test]
+    fn parses_foreign_error() {
+        let e = Error::from_json(br#"{"code":7,"msg":"banana","details":"d"}"#).unwrap();
+        assert_eq!(e, Error::with_details(7, "banana", "d"));
+        assert!(Error::from_json(b"garbage").is_none());
+    }
+}

@@ -1,0 +1,544 @@
+//! `skel`: the CNI plugin framework shared by every binary in this suite.
+//!
+//! A plugin implements [`Plugin`] and calls [`main`]. skel reads the
+//! `CNI_*` environment and stdin, validates them exactly as the reference
+//! Go skel does (same order, codes and messages), checks versions, vets
+//! `CNI_NETNS` *before* the plugin runs, dispatches ADD/DEL/CHECK/STATUS/GC/
+//! VERSION, converts an ADD result to the config's version and prints one
+//! JSON document (result or error) on stdout.
+//!
+//! Modules: [`types`] (results of every version and their conversions),
+//! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
+//! [`version`], [`invoke`] (delegation to IPAM plugins), [`netns`]
+//! (the `CNI_NETNS` check), [`error`].
+
+pub mod args;
+pub mod conf;
+pub mod error;
+pub mod invoke;
+pub mod netns;
+pub mod types;
+pub mod version;
+
+use std::io::{Read, Write};
+
+pub use error::{Error, code};
+pub use netns::Netns;
+pub use types::{CniResult, Result1};
+
+/// What a command hands back to skel.
+#[derive(Debug)]
+pub enum Reply {
+    /// Print nothing (DEL, CHECK, STATUS and GC on success).
+    None,
+    /// A result; skel converts it to the config's `cniVersion` and prints it.
+    Result(CniResult),
+    /// Text printed verbatim (the noop test plugin's canned output).
+    Text(String),
+}
+
+pub type Outcome = Result<Reply, Error>;
+
+/// The arguments of one invocation.
+#[derive(Debug, Default)]
+pub struct CmdArgs {
+    pub container_id: String,
+    /// `CNI_NETNS` as given.
+    pub netns_path: String,
+    pub ifname: String,
+    /// Raw `CNI_ARGS`; parse with [`args::Args::parse`].
+    pub args: String,
+    pub path: String,
+    pub netns_override: String,
+    pub stdin: Vec<u8>,
+    /// The config's `cniVersion` (`""` when absent).
+    pub cni_version: String,
+    /// `CNI_NETNS`, opened and vetted, for plugins that declare
+    /// [`Plugin::USES_NETNS`] (ADD, DEL, CHECK); otherwise `Unset`.
+    pub netns: Netns,
+}
+
+/// A CNI plugin. Commands not overridden succeed without output, like a nil
+/// function in the reference skel.
+pub trait Plugin {
+    /// Whether skel must open and vet `CNI_NETNS` before ADD/DEL/CHECK.
+    const USES_NETNS: bool = false;
+
+    /// `CNI <name> plugin <version>`, printed when `CNI_COMMAND` is unset.
+    fn about(&self) -> String;
+
+    /// Versions accepted in configs and reported by VERSION.
+    fn versions(&self) -> Vec<String> {
+        version::ALL.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn add(&self, _args: &CmdArgs) -> Outcome {
+        Ok(Reply::None)
+    }
+    fn del(&self, _args: &CmdArgs) -> Outcome {
+        Ok(Reply::None)
+    }
+    fn check(&self, _args: &CmdArgs) -> Outcome {
+        Ok(Reply::None)
+    }
+    fn status(&self, _args: &CmdArgs) -> Outcome {
+        Ok(Reply::None)
+    }
+    fn gc(&self, _args: &CmdArgs) -> Outcome {
+        Ok(Reply::None)
+    }
+}
+
+/// Run `plugin` against the process environment, stdin and stdout, then exit.
+pub fn main<P: Plugin>(plugin: &P) -> ! {
+    let stdin = std::io::stdin();
+    let code = run(
+        plugin,
+        &|k| std::env::var(k).ok(),
+        &mut stdin.lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    std::process::exit(code)
+}
+
+/// Like [`main`], with a stdin the caller already read (the noop plugin
+/// reads it before skel, as the reference noop does).
+pub fn main_with_stdin<P: Plugin>(plugin: &P, stdin: &[u8]) -> ! {
+    let code = run(
+        plugin,
+        &|k| std::env::var(k).ok(),
+        &mut &stdin[..],
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    std::process::exit(code)
+}
+
+/// The maximum config we read; larger input is an I/O error, not an OOM.
+const MAX_STDIN: u64 = 64 << 20;
+
+/// Everything [`main`] does, with injectable I/O. Returns the exit code.
+pub fn run<P: Plugin>(
+    plugin: &P,
+    env: &dyn Fn(&str) -> Option<String>,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
+    let mut version_label = None;
+    match dispatch(plugin, env, stdin, &mut version_label) {
+        Ok(Exit::Print(text)) => {
+            if stdout
+                .write_all(text.as_bytes())
+                .and_then(|_| stdout.flush())
+                .is_err()
+            {
+                return 1;
+            }
+            0
+        }
+        Ok(Exit::About) => {
+            let versions = plugin.versions().join(", ");
+            let _ = writeln!(
+                stderr,
+                "{}\nCNI protocol versions supported: {versions}",
+                plugin.about()
+            );
+            0
+        }
+        Err(e) => {
+            let _ = stdout.write_all(e.to_json(version_label.as_deref()).as_bytes());
+            let _ = stdout.flush();
+            1
+        }
+    }
+}
+
+enum Exit {
+    Print(String),
+    About,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cmd {
+    Add,
+    Del,
+    Check,
+    Status,
+    Gc,
+    Version,
+    Other,
+}
+
+impl Cmd {
+    fn parse(s: &str) -> Cmd {
+        match s {
+            "ADD" => Cmd::Add,
+            "DEL" => Cmd::Del,
+            "CHECK" => Cmd::Check,
+            "STATUS" => Cmd::Status,
+            "GC" => Cmd::Gc,
+            "VERSION" => Cmd::Version,
+            _ => Cmd::Other,
+        }
+    }
+
+    fn requires(self, var: &str) -> bool {
+        use Cmd::*;
+        match var {
+            "CNI_CONTAINERID" | "CNI_IFNAME" => matches!(self, Add | Del | Check),
+            "CNI_NETNS" => matches!(self, Add | Check),
+            "CNI_PATH" => matches!(self, Add | Del | Check | Status | Gc),
+            _ => false,
+        }
+    }
+}
+
+const ENV_ORDER: [&str; 7] = [
+    "CNI_COMMAND",
+    "CNI_CONTAINERID",
+    "CNI_NETNS",
+    "CNI_IFNAME",
+    "CNI_ARGS",
+    "CNI_PATH",
+    "CNI_NETNS_OVERRIDE",
+];
+
+fn dispatch<P: Plugin>(
+    plugin: &P,
+    env: &dyn Fn(&str) -> Option<String>,
+    stdin: &mut dyn Read,
+    version_label: &mut Option<String>,
+) -> Result<Exit, Error> {
+    let get = |k: &str| env(k).unwrap_or_default();
+    let command = get("CNI_COMMAND");
+    let cmd = Cmd::parse(&command);
+
+    let mut missing = Vec::new();
+    for var in ENV_ORDER {
+        let value = get(var);
+        let required = var == "CNI_COMMAND" || cmd.requires(var);
+        if value.is_empty() {
+            if required {
+                missing.push(var);
+            }
+            continue;
+        }
+        if required {
+            match var {
+                "CNI_CONTAINERID" => validate_container_id(&value)?,
+                "CNI_IFNAME" => validate_ifname(&value)?,
+                _ => {}
+            }
+        }
+    }
+    if !missing.is_empty() {
+        if command.is_empty() && !plugin.about().is_empty() {
+            return Ok(Exit::About);
+        }
+        return Err(Error::new(
+            code::INVALID_ENVIRONMENT,
+            format!("required env variables [{}] missing", missing.join(",")),
+        ));
+    }
+
+    if cmd == Cmd::Version {
+        let body = serde_json::json!({
+            "cniVersion": version::CURRENT,
+            "supportedVersions": plugin.versions(),
+        });
+        return Ok(Exit::Print(format!("{body}\n")));
+    }
+
+    let mut data = Vec::new();
+    if let Err(e) = stdin.take(MAX_STDIN + 1).read_to_end(&mut data) {
+        return Err(Error::new(
+            code::IO_FAILURE,
+            format!("error reading from stdin: {}", io_text(&e)),
+        ));
+    }
+    if data.len() as u64 > MAX_STDIN {
+        return Err(Error::new(
+            code::IO_FAILURE,
+            format!("error reading from stdin: config is larger than {MAX_STDIN} bytes"),
+        ));
+    }
+    validate_config(&data)?;
+
+    let cni_version = match decode_version(&data) {
+        Ok(v) => v,
+        Err(e) if cmd == Cmd::Other => {
+            // The reference reports the unknown command before version
+            // decoding; keep that order.
+            let _ = e;
+            String::new()
+        }
+        Err(e) => return Err(e),
+    };
+    if !cni_version.is_empty() {
+        *version_label = Some(cni_version.clone());
+    }
+
+    let mut args = CmdArgs {
+        container_id: get("CNI_CONTAINERID"),
+        netns_path: get("CNI_NETNS"),
+        ifname: get("CNI_IFNAME"),
+        args: get("CNI_ARGS"),
+        path: get("CNI_PATH"),
+        netns_override: get("CNI_NETNS_OVERRIDE"),
+        stdin: data,
+        cni_version,
+        netns: Netns::Unset,
+    };
+
+    let versions = plugin.versions();
+    let outcome = match cmd {
+        Cmd::Add | Cmd::Del => {
+            check_supported(&args.cni_version, &versions)?;
+            open_netns::<P>(&mut args)?;
+            if cmd == Cmd::Add {
+                plugin.add(&args)
+            } else {
+                plugin.del(&args)
+            }
+        }
+        Cmd::Check | Cmd::Status | Cmd::Gc => {
+            let (min, name) = match cmd {
+                Cmd::Check => ("0.4.0", "CHECK"),
+                Cmd::Status => ("1.1.0", "STATUS"),
+                _ => ("1.1.0", "GC"),
+            };
+            let decoding = |e: String| Error::new(code::DECODING_FAILURE, e);
+            if !version::greater_or_equal(&args.cni_version, min).map_err(decoding)? {
+                return Err(Error::new(
+                    code::INCOMPATIBLE_VERSION,
+                    format!("config version does not allow {name}"),
+                ));
+            }
+            let mut allowed = false;
+            for v in &versions {
+                if version::greater_or_equal(v, &args.cni_version).map_err(decoding)? {
+                    allowed = true;
+                    break;
+                }
+            }
+            if !allowed {
+                return Err(Error::new(
+                    code::INCOMPATIBLE_VERSION,
+                    format!("plugin version does not allow {name}"),
+                ));
+            }
+            check_supported(&args.cni_version, &versions)?;
+            match cmd {
+                Cmd::Check => {
+                    open_netns::<P>(&mut args)?;
+                    plugin.check(&args)
+                }
+                Cmd::Status => plugin.status(&args),
+                _ => plugin.gc(&args),
+            }
+        }
+        Cmd::Version | Cmd::Other => {
+            return Err(Error::new(
+                code::INVALID_ENVIRONMENT,
+                format!("unknown CNI_COMMAND: {command}"),
+            ));
+        }
+    }?;
+
+    Ok(Exit::Print(match outcome {
+        Reply::None => String::new(),
+        Reply::Text(t) => t,
+        Reply::Result(r) => r.convert(&args.cni_version)?.to_json_pretty(),
+    }))
+}
+
+fn open_netns<P: Plugin>(args: &mut CmdArgs) -> Result<(), Error> {
+    if P::USES_NETNS {
+        let allow_own =
+            args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
+        args.netns = netns::open(&args.netns_path, allow_own)?;
+    }
+    Ok(())
+}
+
+fn check_supported(cni_version: &str, versions: &[String]) -> Result<(), Error> {
+    let cfg = if cni_version.is_empty() {
+        "0.1.0"
+    } else {
+        cni_version
+    };
+    if versions.iter().any(|v| v == cfg) {
+        return Ok(());
+    }
+    Err(Error::with_details(
+        code::INCOMPATIBLE_VERSION,
+        "incompatible CNI versions",
+        format!(
+            "config is {cfg:?}, plugin supports {}",
+            version::quote_list(versions)
+        ),
+    ))
+}
+
+/// The reference's `validateConfig`: stdin must be a JSON object whose
+/// `name` is a valid network name.
+fn validate_config(data: &[u8]) -> Result<(), Error> {
+    let unmarshal = |msg: String| {
+        Error::new(
+            code::DECODING_FAILURE,
+            format!("error unmarshall network config: {msg}"),
+        )
+    };
+    if data.iter().all(u8::is_ascii_whitespace) {
+        return Err(unmarshal("unexpected end of JSON input".into()));
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(data).map_err(|e| unmarshal(e.to_string()))?;
+    let obj = value.as_object().ok_or_else(|| {
+        unmarshal(format!(
+            "cannot unmarshal {} into a network config object",
+            json_kind(&value)
+        ))
+    })?;
+    let name = match obj.get("name") {
+        None | Some(serde_json::Value::Null) => "",
+        Some(serde_json::Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(unmarshal(format!(
+                "cannot unmarshal {} into field name of type string",
+                json_kind(other)
+            )));
+        }
+    };
+    validate_network_name(name)
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+/// `cniVersion` from the config; absent or `""` is returned as `""` and
+/// treated as 0.1.0 by the version checks.
+fn decode_version(data: &[u8]) -> Result<String, Error> {
+    let value: serde_json::Value = serde_json::from_slice(data).map_err(|e| {
+        Error::new(
+            code::DECODING_FAILURE,
+            format!("decoding version from network config: {e}"),
+        )
+    })?;
+    match value.get("cniVersion") {
+        None | Some(serde_json::Value::Null) => Ok(String::new()),
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(Error::new(
+            code::DECODING_FAILURE,
+            format!(
+                "decoding version from network config: cannot unmarshal {} into field cniVersion of type string",
+                json_kind(other)
+            ),
+        )),
+    }
+}
+
+fn valid_name_chars(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    match bytes.next() {
+        Some(b) if b.is_ascii_alphanumeric() => {}
+        _ => return false,
+    }
+    bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Container IDs: `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`.
+pub fn validate_container_id(id: &str) -> Result<(), Error> {
+    if id.is_empty() {
+        return Err(Error::new(code::UNKNOWN_CONTAINER, "missing containerID"));
+    }
+    if !valid_name_chars(id) {
+        return Err(Error::with_details(
+            code::INVALID_ENVIRONMENT,
+            "invalid characters in containerID",
+            id,
+        ));
+    }
+    Ok(())
+}
+
+/// Network names: same characters as container IDs, so a name can never
+/// be a path.
+pub fn validate_network_name(name: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(Error::new(
+            code::INVALID_NETWORK_CONFIG,
+            "missing network name",
+        ));
+    }
+    if !valid_name_chars(name) {
+        return Err(Error::with_details(
+            code::INVALID_NETWORK_CONFIG,
+            "invalid characters found in network name",
+            name,
+        ));
+    }
+    Ok(())
+}
+
+/// Interface names: 1 to 15 bytes, not `.`/`..`, no `/`, `:` or whitespace.
+pub fn validate_ifname(name: &str) -> Result<(), Error> {
+    let env = code::INVALID_ENVIRONMENT;
+    if name.is_empty() {
+        return Err(Error::new(env, "interface name is empty"));
+    }
+    if name.len() > 15 {
+        return Err(Error::with_details(
+            env,
+            "interface name is too long",
+            "interface name should be less than 16 characters",
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(Error::new(env, "interface name is . or .."));
+    }
+    if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace())
+    {
+        return Err(Error::new(
+            env,
+            "interface name contains / or : or whitespace characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Go's lowercase errno wording (`no such file or directory`).
+pub fn errno_text(e: nix::errno::Errno) -> String {
+    lower_first(e.desc())
+}
+
+/// An `io::Error` in Go's wording, without Rust's `(os error N)` suffix.
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => errno_text(nix::errno::Errno::from_raw(n)),
+        None => e.to_string(),
+    }
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,368 @@
+//! Test harness shared by every plugin's tests: throwaway network
+//! namespaces and temporary directories that clean up after themselves even
+//! when a test panics, and a runner that executes a built plugin binary with
+//! env + stdin exactly like a container runtime does.
+//!
+//! Every object created here carries the `cnirs` prefix plus the test's pid
+//! and a counter, so parallel tests and parallel runs never collide.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A short name unique to this process and call: `<tag><pid36><n>`, at most
+/// 15 bytes so it is also a valid interface name.
+pub fn unique_name(tag: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let s = format!("{tag}{}{}", radix36(pid), radix36(n));
+    assert!(s.len() <= 15, "name {s} too long: shorten the tag");
+    s
+}
+
+fn radix36(mut v: u32) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(v % 36) as usize]);
+        v /= 36;
+        if v == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Fail loudly when not root: CI runs as root, and a silently skipped root
+/// test would hide breakage.
+pub fn require_root() {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        uid, "0",
+        "this test needs root (run scripts/test.sh as root)"
+    );
+}
+
+/// Run a command, panicking with its output when it fails.
+pub fn sh(cmd: &[&str]) -> Output {
+    let out = Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Run a command and return whether it succeeded, ignoring output.
+pub fn try_sh(cmd: &[&str]) -> bool {
+    Command::new(cmd[0])
+        .args(&cmd[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A named network namespace (`ip netns add`), deleted on drop.
+pub struct TestNetns {
+    name: String,
+    path: String,
+}
+
+impl TestNetns {
+    pub fn new(tag: &str) -> TestNetns {
+        require_root();
+        let name = unique_name(&format!("cnirs{tag}"));
+        sh(&["ip", "netns", "add", &name]);
+        let path = format!("/run/netns/{name}");
+        TestNetns { name, path }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The bind-mounted namespace file, what a runtime puts in `CNI_NETNS`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Run a command inside the namespace; panics if it fails.
+    pub fn exec(&self, cmd: &[&str]) -> Output {
+        let mut full = vec!["ip", "netns", "exec", &self.name];
+        full.extend_from_slice(cmd);
+        sh(&full)
+    }
+
+    /// Run a command inside the namespace and return its output whatever
+    /// its exit status.
+    pub fn exec_output(&self, cmd: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name])
+            .args(cmd)
+            .output()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"))
+    }
+
+    /// Stdout of a command inside the namespace, as a string.
+    pub fn stdout(&self, cmd: &[&str]) -> String {
+        String::from_utf8_lossy(&self.exec(cmd).stdout).into_owned()
+    }
+
+    /// Delete now (to test DEL after the namespace is gone).
+    pub fn delete(&mut self) {
+        if !self.name.is_empty() {
+            try_sh(&["ip", "netns", "delete", &self.name]);
+            self.name.clear();
+        }
+    }
+}
+
+impl Drop for TestNetns {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
+/// A host link (bridge, veth end, ...) deleted on drop if it still exists.
+pub struct LinkGuard(pub String);
+
+impl Drop for LinkGuard {
+    fn drop(&mut self) {
+        try_sh(&["ip", "link", "delete", &self.0]);
+    }
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(unique_name(&format!("cnirs-{tag}-")));
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("create {}: {e}", p.display()));
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+
+    pub fn to_str(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The target directory holding the built binaries (`target/debug`),
+/// derived from the running test executable (`target/debug/deps/x-hash`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe
+        .parent()
+        .and_then(|d| {
+            if d.ends_with("deps") {
+                d.parent()
+            } else {
+                Some(d)
+            }
+        })
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    dir
+}
+
+/// Path of a built plugin binary of this workspace. Cargo builds a
+/// package's own binary for its integration tests; other packages' binaries
+/// must be built first (`cargo build --workspace`, as scripts/test.sh does).
+pub fn plugin_bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.is_file(),
+        "{} not built: run `cargo build --workspace` before the tests",
+        p.display()
+    );
+    p
+}
+
+/// A `CNI_PATH` directory holding symlinks to the named workspace binaries,
+/// so tests never depend on /opt/cni/bin.
+pub fn cni_path_with(names: &[&str]) -> TempDir {
+    let dir = TempDir::new("path");
+    for n in names {
+        std::os::unix::fs::symlink(plugin_bin(n), dir.join(n))
+            .unwrap_or_else(|e| panic!("symlink {n}: {e}"));
+    }
+    dir
+}
+
+/// One plugin invocation, as a runtime makes it.
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    pub command: String,
+    pub container_id: String,
+    pub netns: String,
+    pub ifname: String,
+    pub args: String,
+    pub path: String,
+    pub stdin: Vec<u8>,
+    /// Extra variables (e.g. `CNI_NETNS_OVERRIDE`).
+    pub env: Vec<(String, String)>,
+}
+
+impl Call {
+    pub fn new(command: &str) -> Call {
+        Call {
+            command: command.into(),
+            ..Default::default()
+        }
+    }
+    pub fn container_id(mut self, v: &str) -> Call {
+        self.container_id = v.into();
+        self
+    }
+    pub fn netns(mut self, v: &str) -> Call {
+        self.netns = v.into();
+        self
+    }
+    pub fn ifname(mut self, v: &str) -> Call {
+        self.ifname = v.into();
+        self
+    }
+    pub fn args(mut self, v: &str) -> Call {
+        self.args = v.into();
+        self
+    }
+    pub fn path(mut self, v: &str) -> Call {
+        self.path = v.into();
+        self
+    }
+    pub fn stdin(mut self, v: impl Into<Vec<u8>>) -> Call {
+        self.stdin = v.into();
+        self
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Call {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    /// Run `bin` the way libcni does: every `CNI_*` variable exported (empty
+    /// when unset), config on stdin, stdout and stderr captured.
+    pub fn run(&self, bin: &Path) -> PluginRun {
+        use std::io::Write;
+        let mut cmd = Command::new(bin);
+        cmd.env("CNI_COMMAND", &self.command)
+            .env("CNI_CONTAINERID", &self.container_id)
+            .env("CNI_NETNS", &self.netns)
+            .env("CNI_IFNAME", &self.ifname)
+            .env("CNI_ARGS", &self.args)
+            .env("CNI_PATH", &self.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(&self.stdin);
+        }
+        let out = child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("wait {}: {e}", bin.display()));
+        PluginRun::from_output(out)
+    }
+}
+
+/// What a plugin invocation produced.
+#[derive(Debug)]
+pub struct PluginRun {
+    /// Exit code; -1 when killed by a signal.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl PluginRun {
+    fn from_output(out: Output) -> PluginRun {
+        PluginRun {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Stdout parsed as JSON; panics with the whole run when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    /// Assert success and return the parsed result (or `Null` when stdout
+    /// is empty, as for DEL).
+    pub fn ok(&self) -> serde_json::Value {
+        assert_eq!(self.code, 0, "plugin failed: {self:?}");
+        if self.stdout.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            self.json()
+        }
+    }
+
+    /// Assert a CNI error with `code` and return the error object.
+    pub fn err(&self, code: u64) -> serde_json::Value {
+        assert_eq!(self.code, 1, "expected an error exit: {self:?}");
+        let v = self.json();
+        assert_eq!(v["code"], code, "unexpected error: {self:?}");
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_short() {
+        let a = unique_name("cnirsx");
+        let b = unique_name("cnirsx");
+        assert_ne!(a, b);
+        assert!(a.len() <= 15);
+    }
+
+    #[test]
+    fn temp_dir_is_removed() {
+        let p = {
+            let d = TempDir::new("t");
+            std::fs::write(d.join("f"), "x").unwrap();
+            d.path().to_path_buf()
+        };
+        assert!(!p.exists());
+    }
+}
