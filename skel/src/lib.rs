@@ -26,8 +26,10 @@ pub use error::{Error, code};
 pub use netns::Netns;
 pub use types::{CniResult, Result1};
 
-/// What a command hands back to skel.
+/// What a command hands back to skel. One per process, so the size
+/// difference between variants does not matter.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Reply {
     /// Print nothing (DEL, CHECK, STATUS and GC on success).
     None,

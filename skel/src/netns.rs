@@ -42,6 +42,8 @@ impl Netns {
     }
 }
 
+// The width of `f_type` differs between architectures.
+#[allow(clippy::unnecessary_cast)]
 fn is_ns_magic(t: FsType) -> bool {
     let t = t.0 as i64;
     t == NSFS_MAGIC || t == PROC_SUPER_MAGIC

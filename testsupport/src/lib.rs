@@ -182,7 +182,7 @@ impl Drop for TempDir {
 /// derived from the running test executable (`target/debug/deps/x-hash`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe
+    exe
         .parent()
         .and_then(|d| {
             if d.ends_with("deps") {
@@ -192,8 +192,7 @@ pub fn bin_dir() -> PathBuf {
             }
         })
         .map(Path::to_path_buf)
-        .unwrap_or_default();
-    dir
+        .unwrap_or_default()
 }
 
 /// Path of a built plugin binary of this workspace. Cargo builds a
