@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every check CI runs: formatting, clippy, then all three test tiers
+# (unit, root tests in throwaway namespaces, black-box binary tests).
+# Needs root (the root tiers create network namespaces) and installs the
+# system tools the tests use when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+    echo "scripts/test.sh: the root test tiers need root; run it as root" >&2
+    exit 1
+fi
+
+# command -> Debian package; the reference Go plugins are used by the
+# host-local interop test only.
+declare -A need=(
+    [ip]=iproute2
+    [ping]=iputils-ping
+    [nft]=nftables
+    [iptables]=iptables
+    [/usr/lib/cni/host-local]=containernetworking-plugins
+)
+missing=()
+for cmd in "${!need[@]}"; do
+    if [[ $cmd == /* ]]; then [ -x "$cmd" ] || missing+=("${need[$cmd]}")
+    else command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}"); fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+echo "==> cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "==> cargo build (the black-box tests run the built binaries)"
+cargo build --workspace --quiet
+echo "==> cargo test"
+set +e
+cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
+status=${PIPESTATUS[0]}
+set -e
+echo "==> summary"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' target/test.log
+exit "$status"
