@@ -1,1 +1,37 @@
-//! placeholder
+//! `cni-net`: the one crate that switches network namespaces and talks
+//! rtnetlink, for every plugin of the suite.
+//!
+//! Everything is synchronous for callers. [`netns`] is the only module that
+//! calls `setns`: it runs a short closure inside a namespace and always
+//! switches back. A [`Netlink`] connection is opened either in the
+//! caller's namespace ([`Netlink::host`]) or inside a container's
+//! ([`Netlink::in_netns`], socket created while switched) and stays bound
+//! there; requests run on one internal current-thread tokio runtime.
+//!
+//! Modules: [`netns`], [`netlink`] (connection and request loop), [`link`],
+//! [`bridge_port`] (port VLANs), [`addr`], [`route`], [`sysctl`], [`error`].
+//!
+//! ```no_run
+//! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
+//! let nl = cni_net::Netlink::in_netns(ns)?;
+//! let lo = nl.link_by_name("lo")?;
+//! nl.set_up(&lo)?;
+//! # Ok(()) }
+//! ```
+
+pub mod addr;
+pub mod bridge_port;
+pub mod error;
+pub mod link;
+pub mod netlink;
+pub mod netns;
+pub mod route;
+pub mod sysctl;
+
+pub use addr::{Addr, AddrFlags};
+pub use bridge_port::PortVlan;
+pub use error::{Errno, Error, Result};
+pub use ipnetwork::IpNetwork;
+pub use link::{BridgePortOptions, Link, OperState, VethPair, format_mac};
+pub use netlink::Netlink;
+pub use route::{RouteInfo, RouteSpec};

@@ -523,7 +523,12 @@ pub fn validate_ifname(name: &str) -> Result<(), Error> {
 
 /// Go's lowercase errno wording (`no such file or directory`).
 pub fn errno_text(e: nix::errno::Errno) -> String {
-    lower_first(e.desc())
+    match e {
+        // nix words errno 95 after the BSD socket meaning; Linux (and Go)
+        // say "operation not supported".
+        nix::errno::Errno::EOPNOTSUPP => "operation not supported".to_string(),
+        _ => lower_first(e.desc()),
+    }
 }
 
 /// An `io::Error` in Go's wording, without Rust's `(os error N)` suffix.

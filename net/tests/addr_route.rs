@@ -1,0 +1,146 @@
+//! Root tests: addresses (with DAD flags) and routes inside a namespace.
+
+use std::fs::File;
+use std::net::IpAddr;
+
+use cni_net::route::TABLE_MAIN;
+use cni_net::{IpNetwork, Link, Netlink, RouteSpec, VethPair};
+use testsupport::{TestNetns, unique_name};
+
+fn open(ns: &TestNetns) -> File {
+    File::open(ns.path()).unwrap()
+}
+
+fn net(s: &str) -> IpNetwork {
+    s.parse().unwrap()
+}
+
+/// A veth pair between two fresh namespaces, both ends up; returns the
+/// connection and link of side A.
+fn pair(a: &TestNetns, b: &TestNetns) -> (Netlink, Link) {
+    let nl = Netlink::in_netns(&open(a)).unwrap();
+    let fb = open(b);
+    let name = unique_name("veth");
+    nl.create_veth_pair(&VethPair {
+        host_name: &name,
+        container_name: "eth0",
+        container_ns: &fb,
+        container_mac: None,
+        mtu: None,
+        host_master: None,
+    })
+    .unwrap();
+    let nb = Netlink::in_netns(&fb).unwrap();
+    nb.set_up(&nb.link_by_name("eth0").unwrap()).unwrap();
+    let l = nl.link_by_name(&name).unwrap();
+    nl.set_up(&l).unwrap();
+    (nl, l)
+}
+
+#[test]
+fn addresses_add_list_delete() {
+    let (a, b) = (TestNetns::new("ada"), TestNetns::new("adb"));
+    let (nl, l) = pair(&a, &b);
+
+    nl.add_addr(&l, net("10.240.7.2/24"), false).unwrap();
+    let e = nl.add_addr(&l, net("10.240.7.2/24"), false).unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    nl.add_addr(&l, net("fd40:7::2/64"), true).unwrap();
+    nl.add_addr(&l, net("fd40:8::2/64"), false).unwrap();
+
+    let addrs = nl.addrs(Some(&l)).unwrap();
+    let find = |s: &str| addrs.iter().find(|x| x.addr == net(s)).cloned();
+    let v4 = find("10.240.7.2/24").expect("v4 listed");
+    assert_eq!(v4.index, l.index);
+    assert!(!v4.is_tentative());
+    let nodad = find("fd40:7::2/64").expect("nodad v6 listed");
+    assert!(!nodad.is_tentative() && !nodad.is_dadfailed());
+    let dad = find("fd40:8::2/64").expect("v6 listed");
+    assert!(dad.is_tentative(), "fresh v6 address with DAD: {dad:?}");
+    let ip = a.stdout(&["ip", "-o", "addr", "show", "dev", l.name.as_str()]);
+    assert!(ip.contains("10.240.7.2/24 brd 10.240.7.255"), "{ip}");
+
+    nl.settle_addrs(&l, std::time::Duration::from_secs(5))
+        .unwrap();
+    let settled = nl.addrs(Some(&l)).unwrap();
+    assert!(settled.iter().all(|x| !x.is_tentative()), "{settled:?}");
+
+    nl.delete_addr(&l, net("10.240.7.2/24")).unwrap();
+    assert!(
+        nl.delete_addr(&l, net("10.240.7.2/24"))
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        nl.addrs(Some(&l))
+            .unwrap()
+            .iter()
+            .all(|x| !x.addr.is_ipv4())
+    );
+}
+
+#[test]
+fn routes_add_list_delete() {
+    let (a, b) = (TestNetns::new("rta"), TestNetns::new("rtb"));
+    let (nl, l) = pair(&a, &b);
+    nl.add_addr(&l, net("10.240.9.2/24"), false).unwrap();
+
+    let gw: IpAddr = "10.240.9.1".parse().unwrap();
+    let mut r = RouteSpec::new(net("10.240.64.0/20"));
+    r.gw = Some(gw);
+    r.oif = Some(l.index);
+    r.priority = Some(50);
+    nl.add_route(&r).unwrap();
+    let e = nl.add_route(&r).unwrap_err();
+    assert!(e.is_exists(), "{e}");
+
+    let mut default = RouteSpec::new(net("0.0.0.0/0"));
+    default.gw = Some(gw);
+    nl.add_route(&default).unwrap();
+
+    let routes = nl.routes(false, Some(l.index), Some(TABLE_MAIN)).unwrap();
+    let got = routes
+        .iter()
+        .find(|x| x.dst == net("10.240.64.0/20"))
+        .expect("route listed");
+    assert_eq!(
+        (got.gw, got.priority, got.oif),
+        (Some(gw), Some(50), Some(l.index))
+    );
+    assert!(
+        routes
+            .iter()
+            .any(|x| x.dst.prefix() == 0 && x.gw == Some(gw))
+    );
+    let shown = a.stdout(&["ip", "route", "show"]);
+    assert!(shown.contains("default via 10.240.9.1"), "{shown}");
+    assert!(shown.contains("10.240.64.0/20 via 10.240.9.1"), "{shown}");
+
+    let mut table = RouteSpec::new(net("10.240.80.0/24"));
+    table.oif = Some(l.index);
+    table.table = Some(1000);
+    table.scope = Some(cni_net::route::SCOPE_LINK);
+    nl.add_route(&table).unwrap();
+    let in_table = nl.routes(false, None, Some(1000)).unwrap();
+    assert_eq!(in_table.len(), 1);
+    assert_eq!(in_table[0].scope, cni_net::route::SCOPE_LINK);
+
+    nl.delete_route(&r).unwrap();
+    nl.delete_route(&table).unwrap();
+    assert!(nl.delete_route(&r).unwrap_err().is_not_found());
+    let left = nl.routes(false, Some(l.index), None).unwrap();
+    assert!(left.iter().all(|x| x.dst != r.dst && x.table != 1000));
+}
+
+#[test]
+fn ipv6_route() {
+    let (a, b) = (TestNetns::new("r6a"), TestNetns::new("r6b"));
+    let (nl, l) = pair(&a, &b);
+    nl.add_addr(&l, net("fd40:9::2/64"), true).unwrap();
+    let mut r = RouteSpec::new(net("fd40:99::/48"));
+    r.gw = Some("fd40:9::1".parse().unwrap());
+    nl.add_route(&r).unwrap();
+    let routes = nl.routes(true, Some(l.index), None).unwrap();
+    assert!(routes.iter().any(|x| x.dst == r.dst && x.gw == r.gw));
+    nl.delete_route(&r).unwrap();
+}

@@ -1,0 +1,196 @@
+//! Root tests: bridges, veth pairs across namespaces, link settings.
+//! The "host" side of each pair is a throwaway namespace too, so the real
+//! host is never touched.
+
+use std::fs::File;
+
+use cni_net::{BridgePortOptions, Netlink, OperState, VethPair};
+use testsupport::{TestNetns, unique_name};
+
+fn open(ns: &TestNetns) -> File {
+    File::open(ns.path()).unwrap()
+}
+
+#[test]
+fn bridge_create_is_exclusive_and_configurable() {
+    let ns = TestNetns::new("lka");
+    let nl = Netlink::in_netns(&open(&ns)).unwrap();
+    let name = unique_name("cnirsbr");
+    nl.create_bridge(&name, Some(1400), false).unwrap();
+    let e = nl.create_bridge(&name, None, true).unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    assert_eq!(e.to_string(), format!("create bridge {name}: file exists"));
+
+    let br = nl.link_by_name(&name).unwrap();
+    assert_eq!(br.kind, "bridge");
+    assert_eq!(br.mtu, 1400);
+    assert!(!br.up);
+
+    nl.set_up(&br).unwrap();
+    nl.set_promisc(&br, true).unwrap();
+    let br = nl.link_by_name(&name).unwrap();
+    assert!(br.up && br.promisc);
+    nl.set_mac(&br, &[0x02, 0x42, 0, 0, 0, 1]).unwrap();
+    nl.set_mtu(&br, 1300).unwrap();
+    let br2 = nl.link_by_index(br.index).unwrap();
+    assert_eq!(br2.mac_string(), "02:42:00:00:00:01");
+    assert_eq!(br2.mtu, 1300);
+
+    nl.delete_link(&br2).unwrap();
+    assert!(nl.find_link(&name).unwrap().is_none());
+    assert!(nl.delete_link(&br2).unwrap_err().is_not_found());
+}
+
+/// vlan_filtering needs CONFIG_BRIDGE_VLAN_FILTERING; whatever iproute2
+/// gets from this kernel, we must get too.
+#[test]
+fn bridge_vlan_filtering_matches_iproute2() {
+    let ns = TestNetns::new("lkv");
+    let nl = Netlink::in_netns(&open(&ns)).unwrap();
+    let probe = unique_name("cnirsbr");
+    let supported = ns
+        .exec_output(&[
+            "ip",
+            "link",
+            "add",
+            &probe,
+            "type",
+            "bridge",
+            "vlan_filtering",
+            "1",
+        ])
+        .status
+        .success();
+    let name = unique_name("cnirsbr");
+    match nl.create_bridge(&name, None, true) {
+        Ok(()) => {
+            assert!(supported, "iproute2 failed where we succeeded");
+            let details = ns.stdout(&["ip", "-d", "link", "show", &name]);
+            assert!(details.contains("vlan_filtering 1"), "{details}");
+        }
+        Err(e) => {
+            assert!(!supported, "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!("create bridge {name}: operation not supported")
+            );
+        }
+    }
+}
+
+#[test]
+fn veth_pair_spans_two_namespaces() {
+    let host_ns = TestNetns::new("lkb");
+    let cont_ns = TestNetns::new("lkc");
+    let host = Netlink::in_netns(&open(&host_ns)).unwrap();
+    let cont = Netlink::in_netns(&open(&cont_ns)).unwrap();
+    let br_name = unique_name("cnirsbr");
+    host.create_bridge(&br_name, None, false).unwrap();
+    let br = host.link_by_name(&br_name).unwrap();
+    let host_name = unique_name("veth");
+    let cont_file = open(&cont_ns);
+    let pair = VethPair {
+        host_name: &host_name,
+        container_name: "eth0",
+        container_ns: &cont_file,
+        container_mac: Some([0x0a, 0x58, 0x0a, 0xf0, 0, 2]),
+        mtu: Some(1450),
+        host_master: Some(br.index),
+    };
+    host.create_veth_pair(&pair).unwrap();
+
+    let h = host.link_by_name(&host_name).unwrap();
+    let c = cont.link_by_name("eth0").unwrap();
+    assert!(host.find_link("eth0").unwrap().is_none());
+    assert!(cont.find_link(&host_name).unwrap().is_none());
+    assert_eq!((h.kind.as_str(), c.kind.as_str()), ("veth", "veth"));
+    assert_eq!((h.mtu, c.mtu), (1450, 1450));
+    assert_eq!(c.mac_string(), "0a:58:0a:f0:00:02");
+    assert_eq!(h.master, Some(br.index));
+    assert_eq!(h.link, Some(c.index));
+    assert_eq!(c.link, Some(h.index));
+    assert!(h.link_netnsid.is_some());
+
+    // Same names again: the container name is taken.
+    let e = host.create_veth_pair(&pair).unwrap_err();
+    assert!(e.is_exists());
+    assert_eq!(
+        e.to_string(),
+        format!("create veth pair eth0/{host_name}: file exists")
+    );
+
+    host.set_up(&h).unwrap();
+    cont.set_up(&c).unwrap();
+    let c = cont.link_by_name("eth0").unwrap();
+    assert!(c.up);
+    assert_eq!(c.oper_state, OperState::Up);
+
+    host.set_bridge_port(
+        &h,
+        &BridgePortOptions {
+            hairpin: Some(true),
+            isolated: Some(true),
+        },
+    )
+    .unwrap();
+    let details = host_ns.stdout(&["ip", "-d", "link", "show", &host_name]);
+    assert!(details.contains("hairpin on"), "{details}");
+    assert!(details.contains("isolated on"), "{details}");
+
+    host.set_master(&h, None).unwrap();
+    assert_eq!(host.link_by_name(&host_name).unwrap().master, None);
+
+    // Deleting the container end removes its peer too.
+    cont.delete_link(&c).unwrap();
+    assert!(host.find_link(&host_name).unwrap().is_none());
+}
+
+/// Port VLANs need CONFIG_BRIDGE_VLAN_FILTERING too; mirror `bridge vlan`.
+#[test]
+fn bridge_port_vlans_match_iproute2() {
+    let host_ns = TestNetns::new("lkw");
+    let cont_ns = TestNetns::new("lkx");
+    let nl = Netlink::in_netns(&open(&host_ns)).unwrap();
+    let br_name = unique_name("cnirsbr");
+    nl.create_bridge(&br_name, None, false).unwrap();
+    let br = nl.link_by_name(&br_name).unwrap();
+    let host_name = unique_name("veth");
+    let cf = open(&cont_ns);
+    nl.create_veth_pair(&VethPair {
+        host_name: &host_name,
+        container_name: "eth0",
+        container_ns: &cf,
+        container_mac: None,
+        mtu: None,
+        host_master: Some(br.index),
+    })
+    .unwrap();
+    let port = nl.link_by_name(&host_name).unwrap();
+    let supported = host_ns
+        .exec_output(&[
+            "bridge", "vlan", "add", "dev", &host_name, "vid", "7", "master",
+        ])
+        .status
+        .success();
+    let vlan = cni_net::PortVlan {
+        vid: 10,
+        pvid: true,
+        untagged: true,
+    };
+    match nl.bridge_vlan_add(&port, &vlan) {
+        Ok(()) => {
+            assert!(supported, "iproute2 failed where we succeeded");
+            let vlans = nl.bridge_vlans(&port).unwrap();
+            assert!(vlans.contains(&vlan), "{vlans:?}");
+            nl.bridge_vlan_del(&port, 10).unwrap();
+            assert!(!nl.bridge_vlans(&port).unwrap().iter().any(|v| v.vid == 10));
+        }
+        Err(e) => {
+            assert!(!supported, "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!("add vlan 10 to bridge port {host_name}: operation not supported")
+            );
+        }
+    }
+}
