@@ -88,7 +88,9 @@ pub struct TestNetns {
 impl TestNetns {
     pub fn new(tag: &str) -> TestNetns {
         require_root();
-        let name = unique_name(&format!("cnirs{tag}"));
+        // Namespace names are not interface names: no 15-byte limit here.
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("cnirs{tag}{}{}", radix36(std::process::id()), radix36(n));
         sh(&["ip", "netns", "add", &name]);
         let path = format!("/run/netns/{name}");
         TestNetns { name, path }
@@ -154,7 +156,10 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(unique_name(&format!("cnirs-{tag}-")));
+        // Not `unique_name`: directory names need not fit an interface name.
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p =
+            std::env::temp_dir().join(format!("cnirs-{tag}-{}-{n}", radix36(std::process::id())));
         std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("create {}: {e}", p.display()));
         TempDir(p)
     }
@@ -182,8 +187,7 @@ impl Drop for TempDir {
 /// derived from the running test executable (`target/debug/deps/x-hash`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
-    exe
-        .parent()
+    exe.parent()
         .and_then(|d| {
             if d.ends_with("deps") {
                 d.parent()
@@ -272,8 +276,20 @@ impl Call {
     /// Run `bin` the way libcni does: every `CNI_*` variable exported (empty
     /// when unset), config on stdin, stdout and stderr captured.
     pub fn run(&self, bin: &Path) -> PluginRun {
+        self.spawn(Command::new(bin), bin)
+    }
+
+    /// Like [`Call::run`], with the plugin started inside the named network
+    /// namespace (`ip netns exec`), so that the plugin's "host" side (bridge,
+    /// firewall rules, forwarding sysctls) is a throwaway namespace too.
+    pub fn run_in(&self, netns_name: &str, bin: &Path) -> PluginRun {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns_name]).arg(bin);
+        self.spawn(cmd, bin)
+    }
+
+    fn spawn(&self, mut cmd: Command, bin: &Path) -> PluginRun {
         use std::io::Write;
-        let mut cmd = Command::new(bin);
         cmd.env("CNI_COMMAND", &self.command)
             .env("CNI_CONTAINERID", &self.container_id)
             .env("CNI_NETNS", &self.netns)

@@ -1,0 +1,325 @@
+//! The result cache, byte-compatible with libcni so that attachments made
+//! by containerd or CRI-O can be deleted by cnitool and the reverse:
+//! `<dir>/results/<network>-<containerID>-<ifname>`, directory 0700, file
+//! 0600, holding Go's compact JSON of
+//! `{"kind":"cniCacheV1","containerId","config"(base64),"ifName",
+//! "networkName","netns"?,"cniArgs"?,"capabilityArgs"?,"result"?}`.
+//! Legacy caches (the raw result only) are still read.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use skel::CniResult;
+
+use crate::error::{Error, Result};
+use crate::gojson;
+
+/// libcni's default cache directory.
+pub const DEFAULT_DIR: &str = "/var/lib/cni";
+/// The `kind` of a current cache entry.
+pub const KIND_V1: &str = "cniCacheV1";
+
+/// One cached attachment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Entry {
+    pub container_id: String,
+    /// The network list bytes used for the ADD.
+    pub config: Vec<u8>,
+    pub ifname: String,
+    pub network_name: String,
+    pub netns: String,
+    pub cni_args: Vec<(String, String)>,
+    pub capability_args: Map<String, Value>,
+    /// The final ADD result, as JSON of its own version.
+    pub result: Option<Value>,
+}
+
+impl Entry {
+    /// The file content libcni's `cacheAdd` writes for this entry.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Struct fields in Go's declaration order; only maps are sorted.
+        let mut out = String::from("{");
+        let mut field = |name: &str, v: &Value| {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&gojson::to_string(&Value::from(name)));
+            out.push(':');
+            out.push_str(&gojson::to_string(v));
+        };
+        field("kind", &Value::from(KIND_V1));
+        field("containerId", &Value::from(self.container_id.as_str()));
+        field("config", &Value::from(gojson::base64_encode(&self.config)));
+        field("ifName", &Value::from(self.ifname.as_str()));
+        field("networkName", &Value::from(self.network_name.as_str()));
+        if !self.netns.is_empty() {
+            field("netns", &Value::from(self.netns.as_str()));
+        }
+        if !self.cni_args.is_empty() {
+            let pairs = self
+                .cni_args
+                .iter()
+                .map(|(k, v)| Value::from(vec![k.as_str(), v.as_str()]))
+                .collect();
+            field("cniArgs", &Value::Array(pairs));
+        }
+        if !self.capability_args.is_empty() {
+            field(
+                "capabilityArgs",
+                &Value::Object(self.capability_args.clone()),
+            );
+        }
+        match &self.result {
+            Some(Value::Object(m)) if !m.is_empty() => field("result", &Value::Object(m.clone())),
+            _ => {}
+        }
+        out.push('}');
+        out.into_bytes()
+    }
+
+    /// Parse a v1 entry; `None` when the data is not a v1 entry (a legacy
+    /// cache or garbage).
+    pub fn from_bytes(bytes: &[u8]) -> Option<Entry> {
+        let v: Value = serde_json::from_slice(bytes).ok()?;
+        let obj = v.as_object()?;
+        if str_field(obj, "kind")? != KIND_V1 {
+            return None;
+        }
+        let config = match field(obj, "config") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => gojson::base64_decode(s).ok()?,
+            Some(_) => return None,
+        };
+        let mut cni_args = Vec::new();
+        match field(obj, "cniArgs") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let pair = item.as_array()?;
+                    let k = pair.first().and_then(Value::as_str).unwrap_or_default();
+                    let v = pair.get(1).and_then(Value::as_str).unwrap_or_default();
+                    cni_args.push((k.to_string(), v.to_string()));
+                }
+            }
+            Some(_) => return None,
+        }
+        let capability_args = match field(obj, "capabilityArgs") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return None,
+        };
+        let result = match field(obj, "result") {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(_) => return None,
+        };
+        Some(Entry {
+            container_id: str_field(obj, "containerId").unwrap_or_default(),
+            config,
+            ifname: str_field(obj, "ifName").unwrap_or_default(),
+            network_name: str_field(obj, "networkName").unwrap_or_default(),
+            netns: str_field(obj, "netns").unwrap_or_default(),
+            cni_args,
+            capability_args,
+            result,
+        })
+    }
+}
+
+/// Go matches JSON keys to struct fields case-insensitively; so do we.
+fn field<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    obj.get(name).or_else(|| {
+        obj.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    })
+}
+
+fn str_field(obj: &Map<String, Value>, name: &str) -> Option<String> {
+    match field(obj, name) {
+        None | Some(Value::Null) => Some(String::new()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => None,
+    }
+}
+
+/// A cache directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    pub fn new(dir: impl Into<PathBuf>) -> Cache {
+        Cache { dir: dir.into() }
+    }
+
+    fn results_dir(&self) -> PathBuf {
+        self.dir.join("results")
+    }
+
+    /// `results/<network>-<containerID>-<ifname>`.
+    pub fn path(&self, network: &str, container_id: &str, ifname: &str) -> Result<PathBuf> {
+        if network.is_empty() || container_id.is_empty() || ifname.is_empty() {
+            return Err(Error::cache(format!(
+                "cache file path requires network name ({network:?}), container ID ({container_id:?}), and interface name ({ifname:?})"
+            )));
+        }
+        Ok(self
+            .results_dir()
+            .join(format!("{network}-{container_id}-{ifname}")))
+    }
+
+    /// Write an entry (replacing any previous one).
+    pub fn write(&self, entry: &Entry) -> Result<()> {
+        let path = self.path(&entry.network_name, &entry.container_id, &entry.ifname)?;
+        let dir = self.results_dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| io_err("create cache directory", &dir, &e))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_err("write cache file", &path, &e))?;
+        f.write_all(&entry.to_bytes())
+            .map_err(|e| io_err("write cache file", &path, &e))
+    }
+
+    /// Remove an entry; a missing one is not an error.
+    pub fn remove(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
+        let path = self.path(network, container_id, ifname)?;
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_err("remove cache file", &path, &e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The cached final result, converted to `cni_version` (libcni
+    /// `getCachedResult`). `Ok(None)` when there is no (readable) cache.
+    pub fn result(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        cni_version: &str,
+    ) -> Result<Option<CniResult>> {
+        let path = self.path(network, container_id, ifname)?;
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Ok(None);
+        };
+        let raw = match Entry::from_bytes(&bytes) {
+            Some(entry) => match entry.result {
+                Some(r) => r,
+                None => return Ok(None),
+            },
+            // A legacy cache holds the bare result.
+            None => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::cache(format!("parse cached result {}: {e}", path.display()))
+            })?,
+        };
+        let parsed = CniResult::parse(&raw, "")
+            .map_err(|e| Error::from_skel(crate::error::Kind::Cache, e))
+            .map_err(|e| e.context(format!("parse cached result {}", path.display())))?;
+        parsed
+            .convert(cni_version)
+            .map(Some)
+            .map_err(|e| Error::from_skel(crate::error::Kind::Cache, e))
+            .map_err(|e| {
+                e.context(format!(
+                    "failed to convert cached result to config version {cni_version:?}"
+                ))
+            })
+    }
+
+    /// Every v1 entry (of any network), in file name order, skipping files
+    /// that are unreadable, legacy or lack a network or interface name, as
+    /// libcni's `GetCachedAttachments` does. A missing directory is empty.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        let dir = self.results_dir();
+        let read = match std::fs::read_dir(&dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("list cache directory", &dir, &e)),
+        };
+        let mut names: Vec<PathBuf> = read.flatten().map(|e| e.path()).collect();
+        names.sort();
+        Ok(names
+            .iter()
+            .filter_map(|p| std::fs::read(p).ok())
+            .filter_map(|b| Entry::from_bytes(&b))
+            .filter(|e| !e.ifname.is_empty() && !e.network_name.is_empty())
+            .collect())
+    }
+}
+
+fn io_err(what: &str, path: &Path, e: &std::io::Error) -> Error {
+    Error::cache(format!("{what} {}: {}", path.display(), skel::io_text(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> Entry {
+        Entry {
+            container_id: "c1".into(),
+            config: br#"{"name":"n"}"#.to_vec(),
+            ifname: "eth0".into(),
+            network_name: "n".into(),
+            netns: "/run/netns/x".into(),
+            cni_args: vec![("K8S_POD_NAME".into(), "a&b".into())],
+            capability_args: json!({"portMappings":[{"hostPort":8080}],"aliases":{}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            result: Some(
+                json!({"cniVersion":"1.0.0","ips":[{"address":"10.240.0.2/24","interface":0}]}),
+            ),
+        }
+    }
+
+    #[test]
+    fn bytes_match_go_marshal() {
+        // What Go's json.Marshal(cachedInfo) prints for the same values.
+        let expected = concat!(
+            r#"{"kind":"cniCacheV1","containerId":"c1","config":"eyJuYW1lIjoibiJ9","#,
+            r#""ifName":"eth0","networkName":"n","netns":"/run/netns/x","#,
+            r#""cniArgs":[["K8S_POD_NAME","a\u0026b"]],"#,
+            r#""capabilityArgs":{"aliases":{},"portMappings":[{"hostPort":8080}]},"#,
+            r#""result":{"cniVersion":"1.0.0","ips":[{"address":"10.240.0.2/24","interface":0}]}}"#
+        );
+        assert_eq!(String::from_utf8(sample().to_bytes()).unwrap(), expected);
+        assert_eq!(Entry::from_bytes(expected.as_bytes()).unwrap(), sample());
+    }
+
+    #[test]
+    fn empty_fields_are_omitted() {
+        let e = Entry {
+            container_id: "c".into(),
+            ifname: "eth0".into(),
+            network_name: "n".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            String::from_utf8(e.to_bytes()).unwrap(),
+            r#"{"kind":"cniCacheV1","containerId":"c","config":"","ifName":"eth0","networkName":"n"}"#
+        );
+    }
+
+    #[test]
+    fn non_v1_data_is_not_an_entry() {
+        assert!(Entry::from_bytes(br#"{"cniVersion":"0.4.0","ips":[]}"#).is_none());
+        assert!(Entry::from_bytes(b"garbage").is_none());
+        assert!(Entry::from_bytes(br#"{"kind":"cniCacheV1","config":"!!"}"#).is_none());
+    }
+}

@@ -1,0 +1,521 @@
+//! Running one plugin process: an explicit environment (ours, with the
+//! `CNI_*` variables replaced; our own is never modified), the config on
+//! stdin, stdout and stderr captured, a fresh process for every retry
+//! after "text file busy", and an optional deadline after which the
+//! plugin's whole process group is killed.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+
+/// The `CNI_*` variables of one invocation. Empty strings are exported as
+/// empty variables, as libcni does.
+#[derive(Debug, Clone, Default)]
+pub struct Invocation {
+    pub command: String,
+    pub container_id: String,
+    pub netns: String,
+    pub ifname: String,
+    /// `K=V;K2=V2`.
+    pub args: String,
+    /// `:`-separated plugin directories.
+    pub path: String,
+}
+
+impl Invocation {
+    fn vars(&self) -> [(&'static str, &str); 6] {
+        [
+            ("CNI_COMMAND", &self.command),
+            ("CNI_CONTAINERID", &self.container_id),
+            ("CNI_NETNS", &self.netns),
+            ("CNI_IFNAME", &self.ifname),
+            ("CNI_ARGS", &self.args),
+            ("CNI_PATH", &self.path),
+        ]
+    }
+}
+
+/// How plugins are run.
+#[derive(Debug, Clone)]
+pub struct Exec {
+    /// The environment every plugin inherits before the `CNI_*` variables
+    /// are set (a snapshot of ours by default).
+    pub base_env: Vec<(OsString, OsString)>,
+    /// Kill a plugin that runs longer than this.
+    pub timeout: Option<Duration>,
+    /// Attempts when exec fails with ETXTBSY (libcni: 6, one second apart).
+    pub busy_attempts: u32,
+    pub busy_delay: Duration,
+    /// Copy each plugin's stderr to ours once it finishes.
+    pub forward_stderr: bool,
+}
+
+impl Default for Exec {
+    fn default() -> Exec {
+        Exec {
+            base_env: std::env::vars_os().collect(),
+            timeout: None,
+            busy_attempts: 6,
+            busy_delay: Duration::from_secs(1),
+            forward_stderr: true,
+        }
+    }
+}
+
+/// Why a plugin run did not succeed. Messages say what happened without
+/// naming the plugin; the caller adds `plugin type=".." failed (verb)`.
+#[derive(Debug)]
+pub enum Failure {
+    /// The process could not be started.
+    Spawn(String),
+    /// Killed after the deadline.
+    TimedOut { after: Duration, stderr: Vec<u8> },
+    /// Non-zero exit or death by signal.
+    Exited {
+        status: ExitStatus,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
+}
+
+impl Failure {
+    /// Decode into an error: a CNI error object on stdout keeps its code,
+    /// anything else becomes a readable description.
+    pub fn into_error(self) -> Error {
+        match self {
+            Failure::Spawn(msg) => Error::plugin(skel::code::INTERNAL, msg),
+            Failure::TimedOut { after, stderr } => Error::plugin(
+                skel::code::INTERNAL,
+                format!(
+                    "timed out after {} and was killed{}",
+                    fmt_duration(after),
+                    stderr_suffix(&stderr)
+                ),
+            ),
+            Failure::Exited {
+                status,
+                stdout,
+                stderr,
+            } => {
+                let how = exit_text(status);
+                if stdout.iter().all(u8::is_ascii_whitespace) {
+                    return Error::plugin(
+                        skel::code::INTERNAL,
+                        format!("{how} without an error message{}", stderr_suffix(&stderr)),
+                    );
+                }
+                match skel::Error::from_json(&stdout) {
+                    Some(e) => {
+                        let mut err = Error::plugin(e.code, e.msg);
+                        err.details = e.details;
+                        err
+                    }
+                    None => Error::plugin(
+                        skel::code::DECODING_FAILURE,
+                        format!(
+                            "{how} and printed an unparsable error {}{}",
+                            excerpt(&stdout),
+                            stderr_suffix(&stderr)
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// What a successful run printed.
+#[derive(Debug)]
+pub struct Output {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+const ETXTBSY: i32 = 26;
+
+impl Exec {
+    /// Run `bin` with `stdin` and the invocation's variables.
+    pub fn run(
+        &self,
+        bin: &Path,
+        stdin: &[u8],
+        inv: &Invocation,
+    ) -> std::result::Result<Output, Failure> {
+        let mut attempt = 1;
+        let mut child = loop {
+            match self.spawn(bin, inv) {
+                Ok(c) => break c,
+                Err(e) if e.raw_os_error() == Some(ETXTBSY) && attempt < self.busy_attempts => {
+                    // The binary is being replaced; a new process next time
+                    // (libcni reused a spent exec.Cmd here, cni#855).
+                    attempt += 1;
+                    std::thread::sleep(self.busy_delay);
+                }
+                Err(e) => {
+                    let tries = if e.raw_os_error() == Some(ETXTBSY) {
+                        format!(" (after {attempt} attempts)")
+                    } else {
+                        String::new()
+                    };
+                    return Err(Failure::Spawn(format!(
+                        "exec {}: {}{tries}",
+                        bin.display(),
+                        skel::io_text(&e)
+                    )));
+                }
+            }
+        };
+        let deadline = self.timeout.map(|t| Instant::now() + t);
+
+        // Feed stdin and drain both pipes on their own threads so a plugin
+        // that writes a lot before reading cannot deadlock us.
+        let input = child.stdin.take();
+        let data = stdin.to_vec();
+        std::thread::spawn(move || {
+            if let Some(mut input) = input {
+                // A plugin may exit without reading stdin; its exit status
+                // says what happened.
+                let _ = input.write_all(&data);
+            }
+        });
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+
+        let status = match wait(&mut child, deadline) {
+            Ok(Some(status)) => status,
+            Err(e) => {
+                kill_group(&child);
+                let _ = child.wait();
+                return Err(Failure::Spawn(format!(
+                    "wait for {}: {}",
+                    bin.display(),
+                    skel::io_text(&e)
+                )));
+            }
+            Ok(None) => {
+                kill_group(&child);
+                let _ = child.wait();
+                let stderr = collect(&stderr, Some(Instant::now() + Duration::from_millis(200)));
+                self.forward(&stderr);
+                return Err(Failure::TimedOut {
+                    after: self.timeout.unwrap_or_default(),
+                    stderr,
+                });
+            }
+        };
+        // A grandchild may still hold the pipes; don't wait for it past the
+        // deadline.
+        let out = collect(&stdout, deadline);
+        let err = collect(&stderr, deadline);
+        if status.success() {
+            self.forward(&err);
+            Ok(Output {
+                stdout: out,
+                stderr: err,
+            })
+        } else {
+            if !out.iter().all(u8::is_ascii_whitespace) {
+                self.forward(&err);
+            }
+            Err(Failure::Exited {
+                status,
+                stdout: out,
+                stderr: err,
+            })
+        }
+    }
+
+    fn spawn(&self, bin: &Path, inv: &Invocation) -> std::io::Result<Child> {
+        let mut cmd = Command::new(bin);
+        cmd.env_clear();
+        for (k, v) in &self.base_env {
+            if !inv.vars().iter().any(|(name, _)| k == name) {
+                cmd.env(k, v);
+            }
+        }
+        for (k, v) in inv.vars() {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout also kills what the
+            // plugin started (an IPAM plugin it delegated to).
+            .process_group(0)
+            .spawn()
+    }
+
+    fn forward(&self, stderr: &[u8]) {
+        if self.forward_stderr && !stderr.is_empty() {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(stderr);
+            let _ = err.flush();
+        }
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+fn collect(rx: &mpsc::Receiver<Vec<u8>>, deadline: Option<Instant>) -> Vec<u8> {
+    match deadline {
+        None => rx.recv().unwrap_or_default(),
+        Some(d) => rx
+            .recv_timeout(d.saturating_duration_since(Instant::now()))
+            .unwrap_or_default(),
+    }
+}
+
+/// Wait for the child; `Ok(None)` when the deadline passed first.
+fn wait(child: &mut Child, deadline: Option<Instant>) -> std::io::Result<Option<ExitStatus>> {
+    let Some(deadline) = deadline else {
+        return child.wait().map(Some);
+    };
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+fn kill_group(child: &Child) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    // The child is not reaped yet, so its pid (= its process group id)
+    // cannot have been reused.
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+fn exit_text(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        _ => "exited abnormally".to_string(),
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
+/// Up to 200 characters of plugin output, quoted.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.chars().count() > 200 {
+        let cut: String = text.chars().take(200).collect();
+        format!("{cut:?}...")
+    } else {
+        format!("{text:?}")
+    }
+}
+
+fn stderr_suffix(stderr: &[u8]) -> String {
+    if stderr.iter().all(u8::is_ascii_whitespace) {
+        String::new()
+    } else {
+        format!("; stderr: {}", excerpt(stderr))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn script(dir: &Dir, name: &str, body: &str) -> PathBuf {
+        let p = dir.0.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn tmp(tag: &str) -> Dir {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("cnitool-exec-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn quiet() -> Exec {
+        Exec {
+            forward_stderr: false,
+            ..Exec::default()
+        }
+    }
+
+    fn inv(cmd: &str) -> Invocation {
+        Invocation {
+            command: cmd.into(),
+            container_id: "c1".into(),
+            ifname: "eth0".into(),
+            path: "/x".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn passes_env_and_stdin_explicitly() {
+        let d = tmp("env");
+        let p = script(
+            &d,
+            "p",
+            r#"printf '%s|%s|%s|%s|%s|' "$CNI_COMMAND" "$CNI_CONTAINERID" "${CNI_NETNS-unset}" "$CNI_IFNAME" "$KEEP"; cat"#,
+        );
+        let mut exec = quiet();
+        exec.base_env = vec![
+            ("KEEP".into(), "yes".into()),
+            ("CNI_COMMAND".into(), "STALE".into()),
+        ];
+        let out = exec.run(&p, b"{\"a\":1}", &inv("ADD")).unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "ADD|c1||eth0|yes|{\"a\":1}"
+        );
+    }
+
+    #[test]
+    fn decodes_failures() {
+        let d = tmp("fail");
+        let cni = script(
+            &d,
+            "cni",
+            r#"cat >/dev/null; echo '{"code":7,"msg":"banana","details":"d"}'; exit 1"#,
+        );
+        let silent = script(&d, "silent", "echo oops >&2; exit 3");
+        let garbage = script(&d, "garbage", "echo 'not json'; exit 1");
+        let e = quiet()
+            .run(&cni, b"{}", &inv("ADD"))
+            .unwrap_err()
+            .into_error();
+        assert_eq!(
+            (e.code, e.msg.as_str(), e.details.as_str()),
+            (7, "banana", "d")
+        );
+        let e = quiet()
+            .run(&silent, b"{}", &inv("DEL"))
+            .unwrap_err()
+            .into_error();
+        assert_eq!(
+            e.msg,
+            "exited with status 3 without an error message; stderr: \"oops\""
+        );
+        let e = quiet()
+            .run(&garbage, b"{}", &inv("DEL"))
+            .unwrap_err()
+            .into_error();
+        assert_eq!(
+            e.msg,
+            "exited with status 1 and printed an unparsable error \"not json\""
+        );
+        assert_eq!(e.code, 6);
+        let e = quiet()
+            .run(&d.0.join("missing"), b"{}", &inv("ADD"))
+            .unwrap_err()
+            .into_error();
+        assert!(
+            e.msg.ends_with("missing: no such file or directory"),
+            "{}",
+            e.msg
+        );
+    }
+
+    #[test]
+    fn timeout_kills_the_process_group() {
+        let d = tmp("timeout");
+        let marker = d.0.join("child-alive");
+        // The plugin starts a child that would touch the marker later; both
+        // must die at the deadline.
+        let p = script(
+            &d,
+            "slow",
+            &format!("(sleep 1; touch {}) & sleep 5", marker.display()),
+        );
+        let mut exec = quiet();
+        exec.timeout = Some(Duration::from_millis(300));
+        let start = Instant::now();
+        let e = exec.run(&p, b"", &inv("ADD")).unwrap_err().into_error();
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(e.msg, "timed out after 0.300s and was killed");
+        std::thread::sleep(Duration::from_millis(1200));
+        assert!(!marker.exists(), "grandchild survived the timeout");
+    }
+
+    #[test]
+    fn retries_text_file_busy_with_a_fresh_process() {
+        let d = tmp("busy");
+        let p = d.0.join("busy");
+        std::fs::write(&p, "#!/bin/sh\necho ok\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Hold the binary open for writing: exec fails with ETXTBSY until
+        // the writer closes it.
+        let writer = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        let mut exec = quiet();
+        exec.busy_delay = Duration::from_millis(100);
+        let probe = exec.spawn(&p, &inv("ADD"));
+        if probe.as_ref().err().and_then(|e| e.raw_os_error()) != Some(ETXTBSY) {
+            // This kernel lets a file open for writing be executed; there is
+            // nothing to retry.
+            if let Ok(mut c) = probe {
+                let _ = c.wait();
+            }
+            return;
+        }
+        exec.busy_attempts = 2;
+        let e = exec.run(&p, b"", &inv("ADD")).unwrap_err().into_error();
+        assert!(
+            e.msg.contains("text file busy (after 2 attempts)"),
+            "{}",
+            e.msg
+        );
+        exec.busy_attempts = 20;
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(250));
+            drop(writer);
+        });
+        let out = exec.run(&p, b"", &inv("ADD")).unwrap();
+        closer.join().unwrap();
+        assert_eq!(out.stdout, b"ok\n");
+    }
+}
