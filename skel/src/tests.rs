@@ -261,7 +261,10 @@ fn incompatible_versions() {
                 r#"config is "{v}", plugin supports ["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]"#
             )
         );
-        assert_eq!(e["cniVersion"], v, "errors carry the config's version");
+        assert!(
+            e.get("cniVersion").is_none(),
+            "errors are byte-identical to the reference's"
+        );
     }
 }
 

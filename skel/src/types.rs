@@ -703,7 +703,7 @@ fn v04_to_v02(r: Result04, to: &str) -> Result<Result02, Error> {
         return Err(Error::internal("cannot convert: no valid IP addresses"));
     }
     for rt in r.routes {
-        let slot = if rt.dst.is_ipv4() {
+        let slot = if family_str(rt.dst.ip()) == "4" {
             &mut out.ip4
         } else {
             &mut out.ip6
