@@ -1,1 +1,3 @@
-fn main() {}
+fn main() {
+    skel::main(&bridge::Bridge)
+}

@@ -1,0 +1,503 @@
+//! The bridge plugin's stdin configuration: every key of the reference
+//! `NetConf`, its defaults and its validation errors, plus the container
+//! MAC from `runtimeConfig.mac` > `args.cni.mac` > CNI_ARGS `MAC=`.
+//!
+//! Keys are matched like Go's JSON decoder: exact name first, then
+//! case-insensitively; unknown keys are ignored; `null` keeps the default.
+
+use serde_json::{Map, Value};
+use skel::args::{Args, Kind};
+use skel::types::Dns;
+
+use crate::error::Error;
+
+/// Which firewall interface carries the masquerade rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Nftables,
+    Iptables,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub cni_version: String,
+    pub name: String,
+    pub bridge: String,
+    pub is_gateway: bool,
+    pub is_default_gateway: bool,
+    pub force_address: bool,
+    pub ip_masq: bool,
+    /// `None`: pick nftables when `nft` works, else iptables.
+    pub ip_masq_backend: Option<Backend>,
+    /// 0: kernel default.
+    pub mtu: u32,
+    pub hairpin_mode: bool,
+    pub promisc_mode: bool,
+    /// Access VLAN (PVID, untagged); 0 = none.
+    pub vlan: u16,
+    /// Trunk VLANs (tagged), sorted and deduplicated; `None` when the key
+    /// is absent or empty.
+    pub vlan_trunk: Option<Vec<u16>>,
+    pub preserve_default_vlan: bool,
+    pub macspoofchk: bool,
+    pub enable_dad: bool,
+    pub disable_container_interface: bool,
+    pub port_isolation: bool,
+    /// `ipam.type`; empty means pure L2.
+    pub ipam_type: String,
+    pub dns: Dns,
+    /// Container MAC, normalised to lowercase `aa:bb:cc:dd:ee:ff`.
+    pub mac: Option<[u8; 6]>,
+}
+
+impl Config {
+    pub fn is_layer3(&self) -> bool {
+        !self.ipam_type.is_empty()
+    }
+
+    /// Parse and validate `stdin`; `cni_args` is the raw `CNI_ARGS`.
+    pub fn parse(stdin: &[u8], cni_args: &str) -> Result<Config, Error> {
+        let value: Value = serde_json::from_slice(stdin)
+            .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
+        let obj = value.as_object().ok_or_else(|| {
+            Error::decode("failed to load netconf: json: cannot unmarshal non-object into Go value of type main.NetConf")
+        })?;
+        let f = Fields(obj);
+        let ipam_type = match f.get("ipam") {
+            Some(Value::Object(ipam)) => Fields(ipam)
+                .string("ipam.type", "type")?
+                .unwrap_or_default(),
+            None | Some(Value::Null) => String::new(),
+            Some(other) => return Err(type_error(other, "ipam", "types.IPAM")),
+        };
+        let dns = match f.get("dns") {
+            None | Some(Value::Null) => Dns::default(),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| Error::decode(format!("failed to load netconf: dns: {e}")))?,
+        };
+        let backend = match f.string("ipMasqBackend", "ipMasqBackend")?.as_deref() {
+            None => None,
+            Some("nftables") => Some(Backend::Nftables),
+            Some("iptables") => Some(Backend::Iptables),
+            Some(other) => {
+                return Err(Error::config(format!("unknown ipmasq backend {other:?}")));
+            }
+        };
+        let mtu = f.int("mtu")?.unwrap_or(0);
+        let mtu = u32::try_from(mtu)
+            .map_err(|_| Error::config(format!("invalid MTU {mtu} (must not be negative)")))?;
+        let vlan = f.int("vlan")?.unwrap_or(0);
+        if !(0..=4094).contains(&vlan) {
+            return Err(Error::config(format!(
+                "invalid VLAN ID {vlan} (must be between 0 and 4094)"
+            )));
+        }
+        let vlan_trunk = match f.get("vlanTrunk") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => collect_trunk(items)?,
+            Some(other) => return Err(type_error(other, "vlanTrunk", "[]*main.VlanTrunk")),
+        };
+        if vlan > 0 && vlan_trunk.is_some() {
+            return Err(Error::config(
+                "cannot set vlan and vlanTrunk at the same time",
+            ));
+        }
+        let mac = select_mac(&f, cni_args)?;
+        Ok(Config {
+            cni_version: f.string("cniVersion", "cniVersion")?.unwrap_or_default(),
+            name: f.string("name", "name")?.unwrap_or_default(),
+            bridge: f
+                .string("bridge", "bridge")?
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "cni0".to_string()),
+            is_gateway: f.bool("isGateway")?,
+            is_default_gateway: f.bool("isDefaultGateway")?,
+            force_address: f.bool("forceAddress")?,
+            ip_masq: f.bool("ipMasq")?,
+            ip_masq_backend: backend,
+            mtu,
+            hairpin_mode: f.bool("hairpinMode")?,
+            promisc_mode: f.bool("promiscMode")?,
+            vlan: vlan as u16,
+            vlan_trunk,
+            preserve_default_vlan: f.bool("preserveDefaultVlan")?,
+            macspoofchk: f.bool("macspoofchk")?,
+            enable_dad: f.bool("enabledad")?,
+            disable_container_interface: f.bool("disableContainerInterface")?,
+            port_isolation: f.bool("portIsolation")?,
+            ipam_type,
+            dns,
+            mac,
+        })
+    }
+
+    /// The checks the reference makes at the start of ADD (after
+    /// `loadNetConf`): they concern combinations of keys.
+    pub fn validate_for_add(&mut self) -> Result<(), Error> {
+        if self.is_layer3() && self.disable_container_interface {
+            return Err(Error::config(
+                "cannot use IPAM when DisableContainerInterface flag is set",
+            ));
+        }
+        if self.is_default_gateway {
+            self.is_gateway = true;
+        }
+        if self.hairpin_mode && self.promisc_mode {
+            return Err(Error::config(
+                "cannot set hairpin mode and promiscuous mode at the same time",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the bridge needs VLAN filtering.
+    pub fn vlan_filtering(&self) -> bool {
+        self.vlan != 0 || self.vlan_trunk.is_some()
+    }
+}
+
+/// Go-like field access on a JSON object.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.0.get(key).or_else(|| {
+            self.0
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+    }
+
+    fn string(&self, field: &str, key: &str) -> Result<Option<String>, Error> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(type_error(other, field, "string")),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, Error> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(type_error(other, key, "bool")),
+        }
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, Error> {
+        int_value(self.get(key), key)
+    }
+}
+
+fn int_value(v: Option<&Value>, field: &str) -> Result<Option<i64>, Error> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Some(i)),
+            None => Err(Error::decode(format!(
+                "failed to load netconf: json: cannot unmarshal number {n} into Go struct field NetConf.{field} of type int"
+            ))),
+        },
+        Some(other) => Err(type_error(other, field, "int")),
+    }
+}
+
+fn type_error(v: &Value, field: &str, go_type: &str) -> Error {
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    Error::decode(format!(
+        "failed to load netconf: json: cannot unmarshal {kind} into Go struct field NetConf.{field} of type {go_type}"
+    ))
+}
+
+/// The reference's trunk rules: `{minID,maxID}` ranges and `{id}` singles,
+/// ids 1..4094. Returns the sorted set, `None` when it is empty.
+fn collect_trunk(items: &[Value]) -> Result<Option<Vec<u16>>, Error> {
+    let mut set = std::collections::BTreeSet::new();
+    for item in items {
+        let obj = match item {
+            Value::Object(o) => Fields(o),
+            Value::Null => continue,
+            other => return Err(type_error(other, "vlanTrunk", "main.VlanTrunk")),
+        };
+        let min = int_value(obj.get("minID"), "vlanTrunk.minID")?;
+        let max = int_value(obj.get("maxID"), "vlanTrunk.maxID")?;
+        match (min, max) {
+            (Some(min), Some(max)) => {
+                if !(1..=4094).contains(&min) {
+                    return Err(Error::config("incorrect trunk minID parameter"));
+                }
+                if !(1..=4094).contains(&max) {
+                    return Err(Error::config("incorrect trunk maxID parameter"));
+                }
+                if max < min {
+                    return Err(Error::config(
+                        "minID is greater than maxID in trunk parameter",
+                    ));
+                }
+                set.extend(min as u16..=max as u16);
+            }
+            (None, Some(_)) => {
+                return Err(Error::config(
+                    "minID and maxID should be configured simultaneously, minID is missing",
+                ));
+            }
+            (Some(_), None) => {
+                return Err(Error::config(
+                    "minID and maxID should be configured simultaneously, maxID is missing",
+                ));
+            }
+            (None, None) => {}
+        }
+        if let Some(id) = int_value(obj.get("id"), "vlanTrunk.id")? {
+            if !(1..=4094).contains(&id) {
+                return Err(Error::config("incorrect trunk id parameter"));
+            }
+            set.insert(id as u16);
+        }
+    }
+    Ok(if set.is_empty() {
+        None
+    } else {
+        Some(set.into_iter().collect())
+    })
+}
+
+/// `runtimeConfig.mac` > `args.cni.mac` > CNI_ARGS `MAC`.
+fn select_mac(f: &Fields, cni_args: &str) -> Result<Option<[u8; 6]>, Error> {
+    let args = Args::parse(cni_args, &[("MAC", Kind::String)]).map_err(Error::config)?;
+    let mut mac = args
+        .get("MAC")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    let nested = |outer: &str, inner: &[&str]| -> Option<String> {
+        let mut v = f.get(outer)?;
+        for key in inner {
+            v = Fields(v.as_object()?).get(key)?;
+        }
+        v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
+    };
+    if let Some(m) = nested("args", &["cni", "mac"]) {
+        mac = Some(m);
+    }
+    if let Some(m) = nested("runtimeConfig", &["mac"]) {
+        mac = Some(m);
+    }
+    mac.map(|m| parse_mac(&m)).transpose()
+}
+
+/// A 6-byte MAC in `aa:bb:cc:dd:ee:ff`, `aa-bb-...` or `aabb.ccdd.eeff` form,
+/// as Go's `net.ParseMAC` accepts for Ethernet.
+pub fn parse_mac(s: &str) -> Result<[u8; 6], Error> {
+    let bad = || Error::config(format!("address {s}: invalid MAC address"));
+    let hex = |t: &str| -> Result<u8, Error> {
+        if t.len() != 2 {
+            return Err(bad());
+        }
+        u8::from_str_radix(t, 16).map_err(|_| bad())
+    };
+    let mut out = [0u8; 6];
+    if s.len() == 17 && (s.as_bytes()[2] == b':' || s.as_bytes()[2] == b'-') {
+        let sep = s.as_bytes()[2] as char;
+        let parts: Vec<&str> = s.split(sep).collect();
+        if parts.len() != 6 {
+            return Err(bad());
+        }
+        for (o, p) in out.iter_mut().zip(parts) {
+            *o = hex(p)?;
+        }
+    } else if s.len() == 14 && s.as_bytes()[4] == b'.' {
+        let parts: Vec<&str> = s.split('.').collect();
+        if parts.len() != 3 || parts.iter().any(|p| p.len() != 4) {
+            return Err(bad());
+        }
+        for (i, p) in parts.iter().enumerate() {
+            out[i * 2] = hex(&p[..2])?;
+            out[i * 2 + 1] = hex(&p[2..])?;
+        }
+    } else {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+pub fn format_mac(mac: &[u8]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Config, Error> {
+        Config::parse(json.as_bytes(), "")
+    }
+
+    fn msg(json: &str) -> String {
+        parse(json).unwrap_err().msg
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"n","type":"bridge"}"#).unwrap();
+        assert_eq!(c.bridge, "cni0");
+        assert!(!c.is_gateway && !c.ip_masq && !c.preserve_default_vlan);
+        assert_eq!(c.ip_masq_backend, None);
+        assert_eq!((c.mtu, c.vlan, c.vlan_trunk.clone()), (0, 0, None));
+        assert!(!c.is_layer3());
+        assert_eq!(c.mac, None);
+    }
+
+    #[test]
+    fn every_key() {
+        let c = parse(
+            r#"{"cniVersion":"1.1.0","name":"n","bridge":"br9","isGateway":true,"isDefaultGateway":true,
+            "forceAddress":true,"ipMasq":true,"ipMasqBackend":"iptables","mtu":1400,"hairpinMode":true,
+            "promiscMode":false,"vlan":0,"vlanTrunk":[{"minID":5,"maxID":7},{"id":3},{"id":6}],
+            "preserveDefaultVlan":true,"macspoofchk":true,"enabledad":true,"disableContainerInterface":false,
+            "portIsolation":true,"ipam":{"type":"host-local"},"dns":{"nameservers":["10.240.0.1"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.bridge, "br9");
+        assert!(c.is_gateway && c.is_default_gateway && c.force_address && c.ip_masq);
+        assert_eq!(c.ip_masq_backend, Some(Backend::Iptables));
+        assert_eq!(c.mtu, 1400);
+        assert!(c.hairpin_mode && !c.promisc_mode && c.preserve_default_vlan);
+        assert_eq!(c.vlan_trunk, Some(vec![3, 5, 6, 7]));
+        assert!(c.macspoofchk && c.enable_dad && c.port_isolation);
+        assert_eq!(c.ipam_type, "host-local");
+        assert_eq!(c.dns.nameservers, vec!["10.240.0.1"]);
+        assert!(c.vlan_filtering());
+    }
+
+    #[test]
+    fn keys_match_case_insensitively() {
+        let c = parse(r#"{"name":"n","Bridge":"brx","ISGATEWAY":true}"#).unwrap();
+        assert_eq!(c.bridge, "brx");
+        assert!(c.is_gateway);
+    }
+
+    #[test]
+    fn reference_errors() {
+        assert_eq!(
+            msg(r#"{"name":"n","vlan":4095}"#),
+            "invalid VLAN ID 4095 (must be between 0 and 4094)"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlan":-1}"#),
+            "invalid VLAN ID -1 (must be between 0 and 4094)"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"minID":0,"maxID":3}]}"#),
+            "incorrect trunk minID parameter"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"minID":1,"maxID":4095}]}"#),
+            "incorrect trunk maxID parameter"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"minID":9,"maxID":3}]}"#),
+            "minID is greater than maxID in trunk parameter"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"maxID":3}]}"#),
+            "minID and maxID should be configured simultaneously, minID is missing"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"minID":3}]}"#),
+            "minID and maxID should be configured simultaneously, maxID is missing"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlanTrunk":[{"id":0}]}"#),
+            "incorrect trunk id parameter"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","vlan":5,"vlanTrunk":[{"id":7}]}"#),
+            "cannot set vlan and vlanTrunk at the same time"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","ipMasqBackend":"pf"}"#),
+            "unknown ipmasq backend \"pf\""
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","portIsolation":"true"}"#),
+            "failed to load netconf: json: cannot unmarshal string into Go struct field NetConf.portIsolation of type bool"
+        );
+        assert_eq!(
+            msg(r#"{"name":"n","runtimeConfig":{"mac":"zz:00:00:00:00:01"}}"#),
+            "address zz:00:00:00:00:01: invalid MAC address"
+        );
+    }
+
+    #[test]
+    fn combination_errors() {
+        let mut c = parse(r#"{"name":"n","hairpinMode":true,"promiscMode":true}"#).unwrap();
+        assert_eq!(
+            c.validate_for_add().unwrap_err().msg,
+            "cannot set hairpin mode and promiscuous mode at the same time"
+        );
+        let mut c =
+            parse(r#"{"name":"n","disableContainerInterface":true,"ipam":{"type":"host-local"}}"#)
+                .unwrap();
+        assert_eq!(
+            c.validate_for_add().unwrap_err().msg,
+            "cannot use IPAM when DisableContainerInterface flag is set"
+        );
+        let mut c = parse(r#"{"name":"n","isDefaultGateway":true}"#).unwrap();
+        c.validate_for_add().unwrap();
+        assert!(c.is_gateway);
+        // `"ipam": {}` is pure L2.
+        assert!(!parse(r#"{"name":"n","ipam":{}}"#).unwrap().is_layer3());
+    }
+
+    #[test]
+    fn mac_precedence() {
+        let base = r#"{"name":"n""#;
+        let with = |extra: &str, args: &str| {
+            Config::parse(format!("{base}{extra}}}").as_bytes(), args)
+                .unwrap()
+                .mac
+                .map(|m| format_mac(&m))
+        };
+        assert_eq!(
+            with("", "MAC=02:00:00:00:00:01"),
+            Some("02:00:00:00:00:01".into())
+        );
+        assert_eq!(
+            with(
+                r#","args":{"cni":{"mac":"02:00:00:00:00:02"}}"#,
+                "MAC=02:00:00:00:00:01"
+            ),
+            Some("02:00:00:00:00:02".into())
+        );
+        assert_eq!(
+            with(
+                r#","args":{"cni":{"mac":"02:00:00:00:00:02"}},"runtimeConfig":{"mac":"02-00-00-00-00-0A"}"#,
+                "MAC=02:00:00:00:00:01"
+            ),
+            Some("02:00:00:00:00:0a".into())
+        );
+        assert_eq!(with("", ""), None);
+        // Unknown CNI_ARGS keys fail unless IgnoreUnknown, as in the reference.
+        assert!(Config::parse(br#"{"name":"n"}"#, "K8S_POD_NAME=x").is_err());
+        assert!(Config::parse(br#"{"name":"n"}"#, "K8S_POD_NAME=x;IgnoreUnknown=1").is_ok());
+    }
+
+    #[test]
+    fn mac_forms() {
+        assert_eq!(parse_mac("0200.0000.00ff").unwrap(), [2, 0, 0, 0, 0, 0xff]);
+        assert!(parse_mac("02:00:00:00:00").is_err());
+        assert!(parse_mac("02:00:00:00:00:00:00:00").is_err());
+        assert!(parse_mac("02:00-00:00:00:00").is_err());
+    }
+}

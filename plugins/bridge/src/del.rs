@@ -1,0 +1,86 @@
+//! DEL: idempotent and best effort. Every step runs even when an earlier
+//! one failed, and all failures are reported together.
+//!
+//! Order as the reference (§5.4): container link (which takes the host
+//! veth with it), then IPAM, then spoof check and masquerade rules. The
+//! masquerade rules are removed by their comment / chain name, so they go
+//! even when `CNI_NETNS` is empty or the namespace is gone.
+
+use cni_net::Netlink;
+use skel::types::Cidr;
+use skel::{CmdArgs, Netns};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::masq::{self, Owner};
+use crate::spoofchk;
+
+pub fn del(args: &CmdArgs) -> Result<(), Error> {
+    let conf = Config::parse(&args.stdin, &args.args)?;
+    let mut errors = Vec::new();
+    // Addresses narrow which iptables families are read; prevResult and the
+    // link both tell them.
+    let mut addrs = prev_addrs(&args.stdin);
+
+    if let Netns::Open { file, .. } = &args.netns {
+        match delete_container_link(file, &args.ifname) {
+            Ok(found) => addrs.extend(found),
+            Err(e) => errors.push(e),
+        }
+    }
+    if conf.is_layer3()
+        && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
+    {
+        errors.push(e.into());
+    }
+    if conf.macspoofchk
+        && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))
+    {
+        errors.push(e);
+    }
+    if conf.is_layer3() && conf.ip_masq {
+        let owner = Owner {
+            network: &conf.name,
+            ifname: &args.ifname,
+            container_id: &args.container_id,
+        };
+        if let Err(e) = masq::teardown(conf.ip_masq_backend, &addrs, &owner) {
+            errors.push(e);
+        }
+    }
+    Error::join(errors)
+}
+
+/// Delete `ifname` in the namespace, returning its global addresses; a
+/// missing link is success.
+fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<Cidr>, Error> {
+    let cont = Netlink::in_netns(ns)?;
+    let Some(link) = cont.find_link(ifname)? else {
+        return Ok(Vec::new());
+    };
+    let addrs = cont
+        .addrs(Some(&link))?
+        .into_iter()
+        .filter(|a| a.scope == 0)
+        .map(|a| Cidr(a.addr))
+        .collect();
+    match cont.delete_link(&link) {
+        Ok(()) => Ok(addrs),
+        Err(e) if e.is_not_found() => Ok(addrs),
+        Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
+    }
+}
+
+/// Addresses of `prevResult`, when the runtime sent one (0.4.0+).
+fn prev_addrs(stdin: &[u8]) -> Vec<Cidr> {
+    let Ok(nc) = skel::conf::NetConf::parse(stdin) else {
+        return Vec::new();
+    };
+    match nc.prev_result() {
+        Ok(Some(r)) => r
+            .into_v1()
+            .map(|r| r.ips.into_iter().map(|ip| ip.address).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,65 @@
+//! The `bridge` CNI plugin: attaches a container to a Linux bridge on the
+//! host through a veth pair, optionally as the container's gateway with
+//! IP masquerade, VLANs, hairpin/isolation and a MAC spoof check.
+//!
+//! Behaviour follows the reference Go plugin (`plugins/main/bridge`), with
+//! its leaks fixed: a failed ADD undoes what it did, DEL removes
+//! masquerade rules even without the netns, L2 CHECK works, GC exists.
+//!
+//! Modules: [`config`] (stdin keys and validation), [`add`], [`del`],
+//! [`check`], [`gc`] (GC and STATUS), [`bridge`] (bridge device, gateway
+//! addresses, VLAN gateway interface), [`container`] (addresses, routes and
+//! sysctls inside the container), [`masq`] and [`spoofchk`] (firewall rules
+//! through [`nft`] or iptables), [`sha512`] (for reference-compatible rule
+//! names), [`error`]. All namespace and netlink work goes through `cni-net`.
+
+pub mod add;
+pub mod bridge;
+pub mod check;
+pub mod config;
+pub mod container;
+pub mod del;
+pub mod error;
+pub mod gc;
+pub mod masq;
+pub mod nft;
+pub mod sha512;
+pub mod spoofchk;
+
+use skel::{CmdArgs, Outcome, Reply};
+
+/// The plugin as skel sees it.
+pub struct Bridge;
+
+impl skel::Plugin for Bridge {
+    const USES_NETNS: bool = true;
+
+    fn about(&self) -> String {
+        format!("CNI bridge plugin v{}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn add(&self, args: &CmdArgs) -> Outcome {
+        let result = add::add(args)?;
+        Ok(Reply::Result(result.into()))
+    }
+
+    fn del(&self, args: &CmdArgs) -> Outcome {
+        del::del(args)?;
+        Ok(Reply::None)
+    }
+
+    fn check(&self, args: &CmdArgs) -> Outcome {
+        check::check(args)?;
+        Ok(Reply::None)
+    }
+
+    fn status(&self, args: &CmdArgs) -> Outcome {
+        gc::status(args)?;
+        Ok(Reply::None)
+    }
+
+    fn gc(&self, args: &CmdArgs) -> Outcome {
+        gc::gc(args)?;
+        Ok(Reply::None)
+    }
+}

@@ -1,0 +1,177 @@
+//! Running the `nft` binary: one JSON batch per write (`nft -j -f -`, a
+//! single kernel transaction), and JSON listings of one table for reads.
+//! JSON on both sides means no quoting problems with names or comments.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::error::Error;
+
+/// Why an `nft` call failed.
+#[derive(Debug)]
+pub enum NftError {
+    /// `nft` is missing or the kernel has no nf_tables: use iptables.
+    Unavailable(String),
+    Failed(String),
+}
+
+impl NftError {
+    pub fn into_error(self, what: &str) -> Error {
+        match self {
+            NftError::Unavailable(m) | NftError::Failed(m) => {
+                Error::internal(format!("{what}: {m}"))
+            }
+        }
+    }
+}
+
+fn nft(args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, NftError> {
+    let mut cmd = Command::new("nft");
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| NftError::Unavailable(format!("run nft: {}", skel::io_text(&e))))?;
+    if let (Some(data), Some(mut input)) = (stdin, child.stdin.take()) {
+        // A write error shows up as nft's own failure below.
+        let _ = input.write_all(data);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| NftError::Failed(format!("wait for nft: {}", skel::io_text(&e))))?;
+    if out.status.success() {
+        return Ok(out.stdout);
+    }
+    let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let first = text.lines().next().unwrap_or("nft failed").to_string();
+    if text.contains("Protocol not supported") || text.contains("Operation not supported") {
+        return Err(NftError::Unavailable(first));
+    }
+    Err(NftError::Failed(first_error_line(&text)))
+}
+
+/// nft prints `<file>:<line>:<col>: Error: <what>` plus the offending input;
+/// keep the error itself.
+fn first_error_line(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.find("Error: ").map(|i| l[i + 7..].to_string()))
+        .unwrap_or_else(|| text.lines().next().unwrap_or("nft failed").to_string())
+        .to_lowercase()
+}
+
+/// Apply a batch of JSON commands (`{"add": ...}`, `{"delete": ...}`) in one
+/// transaction. An empty batch runs nothing.
+pub fn apply(commands: &[Value]) -> Result<(), NftError> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let doc = json!({ "nftables": commands });
+    nft(&["-j", "-f", "-"], Some(doc.to_string().as_bytes())).map(|_| ())
+}
+
+/// Apply a batch in nft's text syntax in one transaction.
+pub fn apply_text(batch: &str) -> Result<(), NftError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    nft(&["-f", "-"], Some(batch.as_bytes())).map(|_| ())
+}
+
+/// The objects of one table (`family`, `name`), or an empty list when the
+/// table does not exist.
+pub fn list_table(family: &str, name: &str) -> Result<Vec<Value>, NftError> {
+    match nft(&["-j", "list", "table", family, name], None) {
+        Ok(out) => Ok(parse_listing(&out)),
+        Err(NftError::Failed(m)) if m.contains("no such file or directory") => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_listing(out: &[u8]) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(out).unwrap_or(Value::Null);
+    match v.get("nftables") {
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// A rule from a listing: its chain, handle and comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleRef {
+    pub chain: String,
+    pub handle: u64,
+    pub comment: String,
+    /// The rule's expressions, for callers that match on them.
+    pub expr: Value,
+}
+
+pub fn rules(listing: &[Value]) -> Vec<RuleRef> {
+    listing
+        .iter()
+        .filter_map(|item| {
+            let r = item.get("rule")?;
+            Some(RuleRef {
+                chain: r.get("chain")?.as_str()?.to_string(),
+                handle: r.get("handle")?.as_u64()?,
+                comment: r
+                    .get("comment")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                expr: r.get("expr").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect()
+}
+
+pub fn chains(listing: &[Value]) -> Vec<String> {
+    listing
+        .iter()
+        .filter_map(|item| Some(item.get("chain")?.get("name")?.as_str()?.to_string()))
+        .collect()
+}
+
+/// `{"delete": {"rule": ...}}` for a listed rule.
+pub fn delete_rule(family: &str, table: &str, rule: &RuleRef) -> Value {
+    json!({"delete": {"rule": {"family": family, "table": table, "chain": rule.chain, "handle": rule.handle}}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_listing() {
+        let out = br#"{"nftables": [{"metainfo": {"version": "1.0.6"}},
+            {"table": {"family": "inet", "name": "t", "handle": 3}},
+            {"chain": {"family": "inet", "table": "t", "name": "c", "handle": 1}},
+            {"rule": {"family": "inet", "table": "t", "chain": "c", "handle": 3, "comment": "abc", "expr": []}},
+            {"rule": {"family": "inet", "table": "t", "chain": "c", "handle": 4, "expr": []}}]}"#;
+        let l = parse_listing(out);
+        assert_eq!(chains(&l), vec!["c"]);
+        let r = rules(&l);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].handle, r[0].comment.as_str()), (3, "abc"));
+        assert_eq!(r[1].comment, "");
+        assert_eq!(
+            delete_rule("inet", "t", &r[0]),
+            json!({"delete": {"rule": {"family": "inet", "table": "t", "chain": "c", "handle": 3}}})
+        );
+    }
+
+    #[test]
+    fn error_text() {
+        assert_eq!(
+            first_error_line("/dev/stdin:1:17-26: Error: No such file or directory\nlist chain x"),
+            "no such file or directory"
+        );
+    }
+}
