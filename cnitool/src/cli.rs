@@ -11,7 +11,6 @@ use crate::cache;
 use crate::chain::{Attachment, Cni, Ran, RuntimeConf};
 use crate::config::NetworkList;
 use crate::error::{Error, Result};
-use crate::sha512;
 
 pub const USAGE: &str = "\
 usage: cnitool [flags] add|check|del NETWORK NETNS
@@ -258,7 +257,7 @@ pub fn abs_path(p: &str) -> Result<String> {
 pub fn container_id_for(abs_netns: &str) -> String {
     format!(
         "cnitool-{}",
-        sha512::hex(&sha512::digest(abs_netns.as_bytes())[..10])
+        skel::sha512::hex(&skel::sha512::digest(abs_netns.as_bytes())[..10])
     )
 }
 

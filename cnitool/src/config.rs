@@ -364,16 +364,7 @@ fn opt_string(obj: &Map<String, Value>, key: &str) -> std::result::Result<String
     }
 }
 
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+pub(crate) use skel::json_kind;
 
 #[cfg(test)]
 mod tests {

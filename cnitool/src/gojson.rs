@@ -97,64 +97,7 @@ fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding (Go's encoding of `[]byte`).
-pub fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Decode standard base64 as Go does for `[]byte` fields (padding required,
-/// `\r` and `\n` ignored).
-pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
-    let clean: Vec<u8> = s.bytes().filter(|b| *b != b'\r' && *b != b'\n').collect();
-    if !clean.len().is_multiple_of(4) {
-        return Err("illegal base64 data: length is not a multiple of 4".into());
-    }
-    let mut out = Vec::with_capacity(clean.len() / 4 * 3);
-    for (ci, quad) in clean.chunks(4).enumerate() {
-        let last = ci == clean.len() / 4 - 1;
-        let mut n = 0u32;
-        let mut pad = 0;
-        for (i, &c) in quad.iter().enumerate() {
-            let v = match c {
-                b'A'..=b'Z' => c - b'A',
-                b'a'..=b'z' => c - b'a' + 26,
-                b'0'..=b'9' => c - b'0' + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' if last && i >= 2 => {
-                    pad += 1;
-                    0
-                }
-                _ => return Err(format!("illegal base64 data at input byte {}", ci * 4 + i)),
-            };
-            if pad > 0 && c != b'=' {
-                return Err(format!("illegal base64 data at input byte {}", ci * 4 + i));
-            }
-            n = (n << 6) | u32::from(v);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Ok(out)
-}
+pub use skel::base64::{decode as base64_decode, encode as base64_encode};
 
 #[cfg(test)]
 mod tests {

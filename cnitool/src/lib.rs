@@ -6,8 +6,8 @@
 //! side can delete what the other created.
 //!
 //! Modules, from the bottom up:
-//! - [`sha512`], [`gojson`]: the hash behind the derived container ID, and
-//!   JSON/base64 written byte for byte as Go writes them.
+//! - [`gojson`]: JSON written byte for byte as Go writes it (base64 and the
+//!   sha512 behind the derived container ID come from skel).
 //! - [`config`]: finding and parsing network configuration lists.
 //! - [`exec`]: running one plugin process (environment, stdin, output
 //!   capture, "text file busy" retry, timeout, error decoding).
@@ -23,7 +23,6 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod gojson;
-pub mod sha512;
 
 pub use chain::{Attachment, Cni, GcReport, Ran, RuntimeConf, VersionInfo};
 pub use config::{NetworkList, PluginConf};

@@ -10,13 +10,16 @@
 //! Modules: [`types`] (results of every version and their conversions),
 //! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
 //! [`version`], [`invoke`] (delegation to IPAM plugins), [`netns`]
-//! (the `CNI_NETNS` check), [`error`].
+//! (the `CNI_NETNS` check), [`error`], and two encodings the reference's
+//! on-disk and on-wire names depend on: [`sha512`] and [`base64`].
 
 pub mod args;
+pub mod base64;
 pub mod conf;
 pub mod error;
 pub mod invoke;
 pub mod netns;
+pub mod sha512;
 pub mod types;
 pub mod version;
 
@@ -428,7 +431,8 @@ fn go_json_error(e: &serde_json::Error) -> String {
     }
 }
 
-fn json_kind(v: &serde_json::Value) -> &'static str {
+/// Go's name for a JSON value's kind, as `encoding/json` errors use it.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "bool",

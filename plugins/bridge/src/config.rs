@@ -204,14 +204,7 @@ fn int_value(v: Option<&Value>, field: &str) -> Result<Option<i64>, Error> {
 }
 
 fn type_error(v: &Value, field: &str, go_type: &str) -> Error {
-    let kind = match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
+    let kind = skel::json_kind(v);
     Error::decode(format!(
         "failed to load netconf: json: cannot unmarshal {kind} into Go struct field NetConf.{field} of type {go_type}"
     ))

@@ -10,8 +10,8 @@
 //! [`check`], [`gc`] (GC and STATUS), [`bridge`] (bridge device, gateway
 //! addresses, VLAN gateway interface), [`container`] (addresses, routes and
 //! sysctls inside the container), [`masq`] and [`spoofchk`] (firewall rules
-//! through [`nft`] or iptables), [`sha512`] (for reference-compatible rule
-//! names), [`error`]. All namespace and netlink work goes through `cni-net`.
+//! through [`nft`] or iptables; names derived with `skel::sha512` like the
+//! reference's), [`error`]. All namespace and netlink work goes through `cni-net`.
 
 pub mod add;
 pub mod bridge;
@@ -23,7 +23,6 @@ pub mod error;
 pub mod gc;
 pub mod masq;
 pub mod nft;
-pub mod sha512;
 pub mod spoofchk;
 
 use skel::{CmdArgs, Outcome, Reply};

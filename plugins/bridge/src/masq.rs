@@ -26,7 +26,7 @@ use skel::types::Cidr;
 use crate::config::Backend;
 use crate::error::Error;
 use crate::nft::{self, NftError};
-use crate::sha512::hex_prefix;
+use skel::sha512::hex_prefix;
 
 pub const TABLE: &str = "cni_plugins_masquerade";
 pub const CHAIN: &str = "masq_checks";
@@ -581,6 +581,15 @@ pub fn gc(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_chain_name() {
+        // Observed from the reference plugin: network "mq", container "c1".
+        assert_eq!(
+            format!("CNI-{}", hex_prefix("mqc1", 24)),
+            "CNI-fb21b640fde7fb73bc20647d"
+        );
+    }
 
     fn owner() -> Owner<'static> {
         Owner {

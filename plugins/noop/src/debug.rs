@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use skel::{CmdArgs, Error, io_text};
 
-use crate::base64;
 use crate::gojson::{self, Fields};
+use skel::base64;
 
 /// What the test asked for (`Report*`, `ExitWithCode`) and what noop saw
 /// (`Command`, `CmdArgs`). Field order is Go's declaration order.

@@ -6,17 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Go's name for a JSON value's kind in unmarshal errors.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+pub use skel::json_kind as kind;
 
 /// Parse a document the way `json.Unmarshal` into a struct does: empty input
 /// and non-objects are errors, `null` is an empty object. `type_name` is the

@@ -5,7 +5,6 @@
 //! Compatible with the reference `plugins/test/noop` and its Debug format,
 //! so suites written for the Go noop run against this one unchanged.
 
-mod base64;
 mod config;
 mod debug;
 mod extra_args;

@@ -10,8 +10,7 @@ use testsupport::{Call, TempDir};
 
 /// The same decoder noop uses, to check `StdinData` independently of JSON
 /// libraries (the encoder side is what is under test).
-#[path = "../../src/base64.rs"]
-pub mod base64;
+pub use skel::base64;
 
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_noop"))

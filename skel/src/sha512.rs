@@ -1,7 +1,6 @@
-//! SHA-512 (FIPS 180-4), only for naming firewall objects the way the
-//! reference plugin does (`CNI-<hex>` chains, nftables rule comments), so
-//! rules written by either implementation can be found by the other.
-//! Not used for anything security-relevant.
+//! SHA-512 (FIPS 180-4), for the names the reference derives from it:
+//! masquerade chain names and rule comments (bridge) and the container ID
+//! the Go `cnitool` derives from a netns path. Not used for anything secret.
 
 const K: [u64; 80] = [
     0x428a2f98d728ae22,
@@ -97,31 +96,34 @@ const H0: [u64; 8] = [
     0x5be0cd19137e2179,
 ];
 
-/// The 64-byte digest of `data`.
+/// The SHA-512 digest of `data`.
 pub fn digest(data: &[u8]) -> [u8; 64] {
     let mut h = H0;
-    // Padding: 0x80, zeros, then the bit length as a 128-bit big-endian number.
+    // Padding: 0x80, zeros, then the bit length as a 128-bit big-endian
+    // integer, to a multiple of 128 bytes.
     let mut msg = data.to_vec();
     msg.push(0x80);
     while msg.len() % 128 != 112 {
         msg.push(0);
     }
-    msg.extend_from_slice(&((data.len() as u128) * 8).to_be_bytes());
+    let bits = (data.len() as u128).wrapping_mul(8);
+    msg.extend_from_slice(&bits.to_be_bytes());
+
     for block in msg.chunks_exact(128) {
         compress(&mut h, block);
     }
     let mut out = [0u8; 64];
-    for (i, word) in h.iter().enumerate() {
-        out[i * 8..i * 8 + 8].copy_from_slice(&word.to_be_bytes());
+    for (chunk, word) in out.chunks_exact_mut(8).zip(h) {
+        chunk.copy_from_slice(&word.to_be_bytes());
     }
     out
 }
 
 fn compress(h: &mut [u64; 8], block: &[u8]) {
     let mut w = [0u64; 80];
-    for (i, chunk) in block.chunks_exact(8).enumerate() {
+    for (i, word) in block.chunks_exact(8).enumerate() {
         let mut b = [0u8; 8];
-        b.copy_from_slice(chunk);
+        b.copy_from_slice(word);
         w[i] = u64::from_be_bytes(b);
     }
     for i in 16..80 {
@@ -158,12 +160,14 @@ fn compress(h: &mut [u64; 8], block: &[u8]) {
     }
 }
 
-/// Lowercase hex of the digest of `data`, cut to `len` characters (at most 128).
+/// Lowercase hex, as Go's `%x`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lowercase hex of the digest of `data`, cut to `len` characters.
 pub fn hex_prefix(data: &str, len: usize) -> String {
-    let mut s = String::with_capacity(128);
-    for b in digest(data.as_bytes()) {
-        s.push_str(&format!("{b:02x}"));
-    }
+    let mut s = hex(&digest(data.as_bytes()));
     s.truncate(len);
     s
 }
@@ -175,30 +179,46 @@ mod tests {
     #[test]
     fn known_vectors() {
         assert_eq!(
-            hex_prefix("", 128),
+            hex(&digest(b"")),
             "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce\
              47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
         );
         assert_eq!(
-            hex_prefix("abc", 128),
+            hex(&digest(b"abc")),
             "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
              2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
         );
-        // Two blocks of padding (message length 112 bytes).
-        let long = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+        // Two-block message from FIPS 180-2 appendix C.
         assert_eq!(
-            hex_prefix(long, 128),
+            hex(&digest(
+                b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"
+            )),
             "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018\
              501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909"
         );
     }
 
     #[test]
-    fn reference_chain_name() {
-        // Observed from the reference plugin: network "mq", container "c1".
-        assert_eq!(
-            format!("CNI-{}", hex_prefix("mqc1", 24)),
-            "CNI-fb21b640fde7fb73bc20647d"
-        );
+    fn padding_boundaries_match_sha512sum() {
+        // 111 and 112 bytes straddle the length field boundary.
+        for n in [111usize, 112, 127, 128, 129] {
+            let data = vec![b'a'; n];
+            let out = std::process::Command::new("sha512sum")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut c| {
+                    use std::io::Write;
+                    c.stdin.take().unwrap().write_all(&data)?;
+                    c.wait_with_output()
+                })
+                .unwrap();
+            let expected = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(
+                hex(&digest(&data)),
+                expected.split_whitespace().next().unwrap(),
+                "n={n}"
+            );
+        }
     }
 }
