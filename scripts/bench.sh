@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of this suite against the reference Go plugins
+# (Debian's containernetworking-plugins), both measured in one run.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
+
+Builds the release binaries, installs Debian's containernetworking-plugins if
+they are missing (the reference, in /usr/lib/cni), and measures both suites,
+alternating them call by call. Prints a table and writes it, with machine,
+date and command, to docs/benchmarks.md. Must run as root: it creates network
+namespaces and bridges (all named cnirsb<hex>..., subnets inside
+10.240.0.0/12) and removes them again, also when it fails.
+
+  --quick        fewer iterations, a 300-container bridge; a couple of minutes
+  --out FILE     write the page to FILE instead of docs/benchmarks.md
+  --no-write     print the table only
+  --no-build     use target/release as it is
+  --only STEP    run one step (repeatable): VERSION, loopback, host-local,
+                 "bridge serial", "64 at once", "growing bridge",
+                 "host-local leases"
+  -h, --help     this text
+
+Our binaries are taken from target/release (CNI_PATH is a temporary directory
+holding only them); the reference from /usr/lib/cni.
+EOF
+}
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'bench.sh: %s\n' "$*" >&2; exit 1; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+quick=0 build=1 out="$repo/docs/benchmarks.md"
+only=()
+command_line="scripts/bench.sh${*:+ $*}"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --out) [ $# -ge 2 ] || die "--out needs a file"; out=$2; shift ;;
+        --no-write) out= ;;
+        --no-build) build=0 ;;
+        --only) [ $# -ge 2 ] || die "--only needs a step"; only+=(--only "$2"); shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+    shift
+done
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (it creates namespaces and bridges); try: sudo $0"
+
+# --- packages: only what is missing, apt-get update only if something is
+apt_missing=()
+need() { command -v "$1" >/dev/null 2>&1 || apt_missing+=("$2"); }
+need ip iproute2
+need nft nftables
+need iptables iptables
+need python3 python3
+[ -x /usr/bin/time ] || apt_missing+=(time)
+[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] ||
+    apt_missing+=(containernetworking-plugins)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || die "missing ${apt_missing[*]} and no apt-get to install them"
+    say "installing ${apt_missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}"
+fi
+
+# --- build
+find_cargo() {
+    command -v cargo && return
+    local home
+    for home in "${CARGO_HOME:-}" "$HOME/.cargo" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo"}; do
+        [ -n "$home" ] && [ -x "$home/bin/cargo" ] && { echo "$home/bin/cargo"; return; }
+    done
+    return 1
+}
+if [ "$build" -eq 1 ]; then
+    cargo=$(find_cargo) || die "cargo not found; install the Rust toolchain (rustup) or use --no-build"
+    say "building release binaries ($cargo build --release --workspace --bins)"
+    (cd "$repo" && "$cargo" build --release --workspace --bins)
+fi
+
+# --- our CNI_PATH: only our binaries, so delegation finds our host-local
+prefix="cnirsb$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')"
+ours=$(mktemp -d "/tmp/$prefix-bin.XXXXXX")
+cleanup() {
+    local ns link
+    rm -rf "$ours"
+    # The driver removes what it made; this catches a driver that was killed.
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$prefix-" || true); do
+        ip netns delete "$ns" 2>/dev/null || true
+    done
+    for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$prefix" || true); do
+        ip link delete "$link" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+for bin in bridge host-local loopback; do
+    if [ -x "$repo/target/release/$bin" ]; then
+        ln -s "$repo/target/release/$bin" "$ours/$bin"
+    else
+        say "warning: target/release/$bin is missing; its rows will read n/a"
+    fi
+done
+
+args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}")
+[ "$quick" -eq 1 ] && args+=(--quick)
+[ -n "$out" ] && args+=(--out "$out")
+say "measuring ours ($repo/target/release) against the reference (/usr/lib/cni)"
+python3 "$repo/scripts/bench/driver.py" "${args[@]}"
