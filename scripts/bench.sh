@@ -108,5 +108,9 @@ done
 args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
 [ -n "$out" ] && args+=(--out "$out")
-say "measuring ours ($repo/target/release) against the reference (/usr/lib/cni)"
-python3 "$repo/scripts/bench/driver.py" "${args[@]}"
+# Both suites run inside a throwaway "host" namespace: their bridges,
+# masquerade rules and forwarding sysctls never touch the machine's own.
+ip netns add "$prefix-host"
+ip netns exec "$prefix-host" ip link set lo up
+say "measuring ours ($repo/target/release) against the reference (/usr/lib/cni) in netns $prefix-host"
+ip netns exec "$prefix-host" python3 "$repo/scripts/bench/driver.py" "${args[@]}"

@@ -1,0 +1,214 @@
+//! The owner index: which addresses each `(container ID, ifname)` holds,
+//! so that DEL, CHECK and ADD's duplicate check read one small file
+//! instead of every lease (the reference reads the whole directory on each
+//! of them, which is what makes it slow on a full network).
+//!
+//! Files, in `<dataDir>/.host-local/<network>/`:
+//! - `owners/<fnv64(key) mod 64, 2 hex digits>`: a bucket, JSON
+//!   `{"<lease content>": ["ip", ...], ...}`;
+//! - `stamp`: `v2 <dir inode> <dir mtime s> <ns>`, the network directory
+//!   as we last left it (see [`Store::seal`]).
+//!
+//! The index is trusted only while the directory still carries our seal.
+//! Any create or unlink there since — a lease taken or released by the Go
+//! plugin, a crash half-way through one of our updates, an index that does
+//! not exist yet — breaks the seal, and the index is rebuilt from the
+//! leases themselves before use. Every address the index yields is also
+//! checked against its lease file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::store::{DirStamp, Store, fnv64, scan_dir};
+
+type OwnerFile = BTreeMap<String, Vec<String>>;
+
+/// Owners are spread over this many bucket files: an update rewrites one
+/// small file (a few dozen owners at 10,000 leases), and a rebuild writes
+/// at most this many files, however many leases there are.
+const BUCKETS: u64 = 64;
+
+#[derive(Debug)]
+pub struct Index {
+    owners: PathBuf,
+    stamp: PathBuf,
+    /// Owner files changed by this call, written by [`Index::commit`].
+    dirty: BTreeMap<PathBuf, OwnerFile>,
+    /// Whether this call had to rebuild the index.
+    pub rebuilt: bool,
+}
+
+/// Fixed width, so that overwriting the stamp in place never shrinks it.
+fn stamp_text(d: DirStamp) -> String {
+    format!("v2 {:020} {:020} {:010}\n", d.ino, d.mtime, d.mtime_nsec)
+}
+
+fn read_owner_file(path: &Path) -> Result<OwnerFile, Error> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_default()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(OwnerFile::new()),
+        Err(e) => Err(Error::io("read", path, &e)),
+    }
+}
+
+impl Index {
+    /// The index of `store`, rebuilt first unless the directory still
+    /// carries the seal recorded in the stamp.
+    pub fn load(store: &mut Store) -> Result<Index, Error> {
+        let mut index = Index {
+            owners: store.state_dir().join("owners"),
+            stamp: store.state_dir().join("stamp"),
+            dirty: BTreeMap::new(),
+            rebuilt: false,
+        };
+        let want = stamp_text(store.dir_stamp()?);
+        let have = fs::read_to_string(&index.stamp).unwrap_or_default();
+        if have != want {
+            index.rebuild(store)?;
+        }
+        Ok(index)
+    }
+
+    fn owner_path(&self, key: &str) -> PathBuf {
+        self.owners
+            .join(format!("{:02x}", fnv64(key.as_bytes()) % BUCKETS))
+    }
+
+    /// Recompute every bucket from the lease files, then seal. Buckets
+    /// that already hold the right content are left untouched, so after a
+    /// single foreign change only one or two files are written.
+    fn rebuild(&mut self, store: &mut Store) -> Result<(), Error> {
+        self.invalidate();
+        let mut fresh: BTreeMap<PathBuf, OwnerFile> = (0..BUCKETS)
+            .map(|b| (self.owners.join(format!("{b:02x}")), OwnerFile::new()))
+            .collect();
+        for ip in scan_dir(store.net_dir())?.taken {
+            let Some(key) = store.read_lease(ip)? else {
+                continue;
+            };
+            // An empty file (a writer of the reference plugin that died
+            // before writing) belongs to nobody; GC removes it.
+            if key.is_empty() {
+                continue;
+            }
+            let path = self.owner_path(&key);
+            let ips = fresh.entry(path).or_default().entry(key).or_default();
+            ips.push(ip.to_string());
+            ips.sort();
+        }
+        // Anything else in owners/ is not ours to keep.
+        if let Ok(entries) = fs::read_dir(&self.owners) {
+            for entry in entries.flatten() {
+                if !fresh.contains_key(&entry.path()) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        self.dirty.clear();
+        for (path, map) in fresh {
+            if read_owner_file(&path)? != map {
+                self.dirty.insert(path, map);
+            }
+        }
+        self.rebuilt = true;
+        self.commit(store)
+    }
+
+    fn owner_file(&mut self, path: PathBuf) -> Result<&mut OwnerFile, Error> {
+        if !self.dirty.contains_key(&path) {
+            let map = read_owner_file(&path)?;
+            self.dirty.insert(path.clone(), map);
+        }
+        Ok(self.dirty.entry(path).or_default())
+    }
+
+    /// Addresses whose lease content is exactly `key`, each confirmed by
+    /// reading its lease file.
+    pub fn lookup(&self, store: &Store, key: &str) -> Result<Vec<IpAddr>, Error> {
+        let path = self.owner_path(key);
+        let map = match self.dirty.get(&path) {
+            Some(m) => m.clone(),
+            None => read_owner_file(&path)?,
+        };
+        let mut out = Vec::new();
+        for ip in map.get(key).into_iter().flatten() {
+            let Ok(ip) = ip.parse::<IpAddr>() else {
+                continue;
+            };
+            if store.read_lease(ip)?.is_some_and(|content| content == key) {
+                out.push(ip);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Record a lease we created.
+    pub fn add(&mut self, key: &str, ip: IpAddr) -> Result<(), Error> {
+        let path = self.owner_path(key);
+        let ips = self.owner_file(path)?.entry(key.to_string()).or_default();
+        let name = ip.to_string();
+        if !ips.contains(&name) {
+            ips.push(name);
+            ips.sort();
+        }
+        Ok(())
+    }
+
+    /// Forget a lease we removed.
+    pub fn remove(&mut self, key: &str, ip: IpAddr) -> Result<(), Error> {
+        let path = self.owner_path(key);
+        let map = self.owner_file(path)?;
+        let name = ip.to_string();
+        if let Some(ips) = map.get_mut(key) {
+            ips.retain(|i| *i != name);
+            if ips.is_empty() {
+                map.remove(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the changed owner files, seal the lease directory and record
+    /// the seal. Called last, after every change to the lease directory;
+    /// if anything fails the stamp is removed so the next call rebuilds.
+    pub fn commit(&mut self, store: &mut Store) -> Result<(), Error> {
+        let result = self.write(store);
+        if result.is_err() {
+            self.invalidate();
+        }
+        result
+    }
+
+    fn write(&mut self, store: &mut Store) -> Result<(), Error> {
+        // Buckets are overwritten in place, which is only safe while the
+        // stamp does not vouch for them. Normally the lease directory has
+        // changed by now (that is why buckets are dirty) and the stamp no
+        // longer matches; if it somehow still does, drop it first.
+        if !self.dirty.is_empty() {
+            let sealed = fs::read_to_string(&self.stamp).unwrap_or_default();
+            if sealed == stamp_text(store.dir_stamp()?) {
+                self.invalidate();
+            }
+        }
+        for (path, map) in std::mem::take(&mut self.dirty) {
+            // An empty bucket stays as `{}`: recreating the file later
+            // would cost a new inode.
+            let text = serde_json::to_vec(&map).unwrap_or_default();
+            Store::write_in_place(&path, &text, true)?;
+        }
+        let text = stamp_text(store.seal()?);
+        Store::write_in_place(&self.stamp, text.as_bytes(), false)
+    }
+
+    /// Make the next call rebuild.
+    pub fn invalidate(&self) {
+        let _ = fs::remove_file(&self.stamp);
+    }
+}
+
+#[cfg(test)]
+mod tests;

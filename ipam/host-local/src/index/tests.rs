@@ -1,0 +1,81 @@
+use testsupport::TempDir;
+
+use super::*;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn rebuilds_from_reference_files_including_legacy_and_empty_ones() {
+    let d = TempDir::new("hl-index");
+    fs::create_dir_all(d.join("net1")).unwrap();
+    fs::write(d.join("net1/10.240.0.2"), "c1\r\neth0").unwrap();
+    fs::write(d.join("net1/fd40::2"), "c1\r\neth0\n").unwrap();
+    fs::write(d.join("net1/10.240.0.3"), "old").unwrap();
+    fs::write(d.join("net1/10.240.0.4"), "").unwrap();
+    fs::write(d.join("net1/last_reserved_ip.0"), "10.240.0.4").unwrap();
+    let mut s = Store::open_existing(d.path(), "net1").unwrap().unwrap();
+    let index = Index::load(&mut s).unwrap();
+    assert!(index.rebuilt);
+    let mut c1 = index.lookup(&s, "c1\r\neth0").unwrap();
+    c1.sort();
+    assert_eq!(c1, vec![ip("10.240.0.2"), ip("fd40::2")]);
+    assert_eq!(index.lookup(&s, "old").unwrap(), vec![ip("10.240.0.3")]);
+    assert!(index.lookup(&s, "c1\r\neth1").unwrap().is_empty());
+    drop(index);
+    // Sealed: the next load trusts the index.
+    assert!(!Index::load(&mut s).unwrap().rebuilt);
+}
+
+#[test]
+fn foreign_changes_force_a_rebuild() {
+    let d = TempDir::new("hl-index");
+    let mut s = Store::open(d.path(), "net1").unwrap();
+    let mut index = Index::load(&mut s).unwrap();
+    assert!(s.reserve(ip("10.240.0.2"), "c1\r\neth0").unwrap());
+    index.add("c1\r\neth0", ip("10.240.0.2")).unwrap();
+    index.commit(&mut s).unwrap();
+    assert!(!Index::load(&mut s).unwrap().rebuilt);
+
+    // What the Go plugin does: create a lease in place, right after us.
+    fs::write(d.join("net1/10.240.0.3"), "g1\r\neth0").unwrap();
+    let index = Index::load(&mut s).unwrap();
+    assert!(index.rebuilt);
+    assert_eq!(
+        index.lookup(&s, "g1\r\neth0").unwrap(),
+        vec![ip("10.240.0.3")]
+    );
+
+    fs::remove_file(d.join("net1/10.240.0.2")).unwrap();
+    let index = Index::load(&mut s).unwrap();
+    assert!(index.rebuilt);
+    assert!(index.lookup(&s, "c1\r\neth0").unwrap().is_empty());
+}
+
+#[test]
+fn lookups_are_checked_against_the_lease_file() {
+    let d = TempDir::new("hl-index");
+    let mut s = Store::open(d.path(), "net1").unwrap();
+    let mut index = Index::load(&mut s).unwrap();
+    // An index entry whose lease says otherwise is not believed.
+    assert!(s.reserve(ip("10.240.0.2"), "other\r\neth0").unwrap());
+    index.add("c1\r\neth0", ip("10.240.0.2")).unwrap();
+    assert!(index.lookup(&s, "c1\r\neth0").unwrap().is_empty());
+    index.remove("c1\r\neth0", ip("10.240.0.2")).unwrap();
+    index.commit(&mut s).unwrap();
+    for bucket in fs::read_dir(d.join(".host-local/net1/owners")).unwrap() {
+        let text = fs::read_to_string(bucket.unwrap().path()).unwrap();
+        assert_eq!(text.trim(), "{}");
+    }
+}
+
+#[test]
+fn a_lost_stamp_means_rebuild() {
+    let d = TempDir::new("hl-index");
+    let mut s = Store::open(d.path(), "net1").unwrap();
+    Index::load(&mut s).unwrap().invalidate();
+    assert!(Index::load(&mut s).unwrap().rebuilt);
+    fs::write(d.join(".host-local/net1/stamp"), "junk").unwrap();
+    assert!(Index::load(&mut s).unwrap().rebuilt);
+}

@@ -1,0 +1,401 @@
+//! The lease store: the only module that touches files in the network
+//! directory. The layout is the reference's, byte for byte:
+//!
+//! ```text
+//! <dataDir>/<network>/lock                  empty, flock(LOCK_EX) while in use
+//! <dataDir>/<network>/<ip>                  "<containerID>\r\n<ifname>", no newline
+//! <dataDir>/<network>/last_reserved_ip.<N>  the last address handed out from set N
+//! ```
+//!
+//! Our own bookkeeping lives next to it, in `<dataDir>/.host-local/<network>/`
+//! (`tmp/` for lease files being written, `owners/` and `stamp` for the
+//! index, see `index.rs`). The Go host-local never looks there: it walks
+//! only `<dataDir>/<network>` (recursively, matching every file by its
+//! content), and no network can be named `.host-local` because network
+//! names start with a letter or digit.
+//!
+//! A lease is written to a temporary file first and then hard-linked to its
+//! final name. `link()` fails with `EEXIST` like `O_CREAT|O_EXCL`, so the
+//! exclusive-create protocol the Go plugin relies on still holds, and a
+//! lease name never exists with partial content, whatever happens to the
+//! writer (SIGKILL, full disk).
+
+use std::collections::HashSet;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// Where our own files live, relative to dataDir.
+pub const STATE_DIR: &str = ".host-local";
+const LOCK: &str = "lock";
+const LAST_RESERVED: &str = "last_reserved_ip.";
+
+/// The content of a lease owned by `(id, ifname)`, which is also the key
+/// the reference matches leases by.
+pub fn lease_key(container_id: &str, ifname: &str) -> String {
+    format!("{}\r\n{ifname}", container_id.trim())
+}
+
+/// The key of a lease written before v0.8.0: the container ID alone.
+pub fn legacy_key(container_id: &str) -> String {
+    container_id.trim().to_string()
+}
+
+/// What one directory read found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Leased addresses (entries whose name is an IP address).
+    pub taken: HashSet<IpAddr>,
+}
+
+/// FNV-1a, 64 bit: stable across builds, unlike std's hasher, because the
+/// values end up on disk as file names.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The network directory's identity and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirStamp {
+    pub ino: u64,
+    pub mtime: i64,
+    pub mtime_nsec: i64,
+}
+
+/// An open, locked network directory. The lock is released when dropped.
+#[derive(Debug)]
+pub struct Store {
+    net_dir: PathBuf,
+    state_dir: PathBuf,
+    _lock: File,
+    seq: u32,
+    /// A temporary lease file kept across failed `link()` attempts.
+    pending: Option<(PathBuf, String)>,
+}
+
+/// `<dataDir>/<name>`. The name was validated by `IpamConfig::load`; this
+/// guards the invariant that it is one ordinary path component.
+fn net_dir(data_dir: &Path, name: &str) -> Result<PathBuf, Error> {
+    if name.is_empty() || name.starts_with('.') || name.contains('/') {
+        return Err(Error::config(format!("invalid network name {name:?}")));
+    }
+    Ok(data_dir.join(name))
+}
+
+fn mkdir(path: &Path, mode: u32) -> Result<(), Error> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+        .map_err(|e| Error::io("mkdir", path, &e))
+}
+
+impl Store {
+    /// Open `<dataDir>/<name>`, creating it if needed, and take its lock.
+    pub fn open(data_dir: &Path, name: &str) -> Result<Store, Error> {
+        let net_dir = net_dir(data_dir, name)?;
+        mkdir(&net_dir, 0o755)?;
+        Store::lock(data_dir, name, net_dir)
+    }
+
+    /// Like [`Store::open`] for a network that may never have been used:
+    /// `None` when its directory does not exist (nothing was leased there).
+    pub fn open_existing(data_dir: &Path, name: &str) -> Result<Option<Store>, Error> {
+        let net_dir = net_dir(data_dir, name)?;
+        if !net_dir.is_dir() {
+            return Ok(None);
+        }
+        Store::lock(data_dir, name, net_dir).map(Some)
+    }
+
+    fn lock(data_dir: &Path, name: &str, net_dir: PathBuf) -> Result<Store, Error> {
+        let lock_path = net_dir.join(LOCK);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| Error::io("open", &lock_path, &e))?;
+        // The Go plugin locks the same file with flock(LOCK_EX), which is
+        // what File::lock does on Linux, so the two exclude each other.
+        lock.lock().map_err(|e| Error::io("lock", &lock_path, &e))?;
+        let state_dir = data_dir.join(STATE_DIR).join(name);
+        mkdir(&state_dir.join("tmp"), 0o700)?;
+        mkdir(&state_dir.join("owners"), 0o700)?;
+        Ok(Store {
+            net_dir,
+            state_dir,
+            _lock: lock,
+            seq: 0,
+            pending: None,
+        })
+    }
+
+    pub fn net_dir(&self) -> &Path {
+        &self.net_dir
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    fn lease_path(&self, ip: IpAddr) -> PathBuf {
+        self.net_dir.join(ip.to_string())
+    }
+
+    pub fn dir_stamp(&self) -> Result<DirStamp, Error> {
+        let m = fs::metadata(&self.net_dir).map_err(|e| Error::io("stat", &self.net_dir, &e))?;
+        Ok(DirStamp {
+            ino: m.ino(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+        })
+    }
+
+    /// Mark the directory as "as we left it": set its mtime to one second
+    /// before its current value. Every later create or unlink in it (by
+    /// us or by the Go plugin) sets the mtime to the current time, which
+    /// can never equal this past value, whatever the timestamp
+    /// granularity of the kernel, so the mark proves that nothing changed.
+    pub fn seal(&self) -> Result<DirStamp, Error> {
+        let m = fs::metadata(&self.net_dir).map_err(|e| Error::io("stat", &self.net_dir, &e))?;
+        let past = m
+            .modified()
+            .ok()
+            .and_then(|t| t.checked_sub(std::time::Duration::from_secs(1)))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let dir = File::open(&self.net_dir).map_err(|e| Error::io("open", &self.net_dir, &e))?;
+        dir.set_times(fs::FileTimes::new().set_modified(past))
+            .map_err(|e| Error::io("set times of", &self.net_dir, &e))?;
+        self.dir_stamp()
+    }
+
+    /// A lease's trimmed content, or `None` when there is no such lease.
+    pub fn read_lease(&self, ip: IpAddr) -> Result<Option<String>, Error> {
+        let path = self.lease_path(ip);
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("open", &path, &e)),
+        };
+        // Leases are tiny: one read into a small buffer, no stat for a
+        // size hint (this runs once per lease when the index is rebuilt).
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 512];
+        loop {
+            match f.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("read", &path, &e)),
+            }
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).trim().to_string()))
+    }
+
+    fn temp_path(&mut self) -> PathBuf {
+        self.seq += 1;
+        self.state_dir
+            .join("tmp")
+            .join(format!("{}.{}", std::process::id(), self.seq))
+    }
+
+    /// Write `content` to a new private file under `tmp/`.
+    fn write_temp(&mut self, content: &[u8]) -> Result<PathBuf, Error> {
+        let tmp = self.temp_path();
+        let written = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(content)
+        })();
+        match written {
+            Ok(()) => Ok(tmp),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(Error::io("write", &tmp, &e))
+            }
+        }
+    }
+
+    /// Overwrite a small file in place. No temporary file and no
+    /// truncation to zero: creating inodes is the slowest step of a call
+    /// on ext4, and truncating a freshly written file forces a flush. With
+    /// `pad`, a shorter content is padded with spaces instead of shrinking
+    /// the file (for JSON, where trailing whitespace is harmless).
+    ///
+    /// Not atomic: callers only use it for hints (`last_reserved_ip`) and
+    /// for index files written while the index is known to be unsealed,
+    /// so a torn file is never trusted.
+    pub fn write_in_place(path: &Path, content: &[u8], pad: bool) -> Result<(), Error> {
+        let err = |e: io::Error| Error::io("write", path, &e);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(err)?;
+        let old = f.metadata().map_err(err)?.len();
+        f.write_all_at(content, 0).map_err(err)?;
+        let len = content.len() as u64;
+        if old > len {
+            if pad {
+                let spaces = vec![b' '; (old - len) as usize];
+                f.write_all_at(&spaces, len).map_err(err)?;
+            } else {
+                f.set_len(len).map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Create the lease `ip` holding `key`; `false` when the address is
+    /// already leased.
+    pub fn reserve(&mut self, ip: IpAddr, key: &str) -> Result<bool, Error> {
+        let path = self.lease_path(ip);
+        let tmp = match self.pending.take() {
+            Some((tmp, k)) if k == key => tmp,
+            other => {
+                if let Some((old, _)) = other {
+                    let _ = fs::remove_file(old);
+                }
+                self.write_temp(key.as_bytes())?
+            }
+        };
+        match fs::hard_link(&tmp, &path) {
+            Ok(()) => {
+                let _ = fs::remove_file(&tmp);
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Keep the temporary file for the next candidate.
+                self.pending = Some((tmp, key.to_string()));
+                Ok(false)
+            }
+            // A file system without hard links, or dataDir split over two
+            // mounts: fall back to the reference's exclusive create,
+            // removing the file again if it cannot be completed.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc_errno::EXDEV | libc_errno::EPERM | libc_errno::EOPNOTSUPP)
+                ) =>
+            {
+                let _ = fs::remove_file(&tmp);
+                self.reserve_in_place(ip, key)
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(Error::io("link", &path, &e))
+            }
+        }
+    }
+
+    fn reserve_in_place(&self, ip: IpAddr, key: &str) -> Result<bool, Error> {
+        let path = self.lease_path(ip);
+        let mut f = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(Error::io("open", &path, &e)),
+        };
+        match f.write_all(key.as_bytes()) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                Err(Error::io("write", &path, &e))
+            }
+        }
+    }
+
+    /// Remove the lease `ip`; `false` when it was already gone.
+    pub fn release(&self, ip: IpAddr) -> Result<bool, Error> {
+        let path = self.lease_path(ip);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io("remove", &path, &e)),
+        }
+    }
+
+    /// `last_reserved_ip.<set>`; unreadable or garbage means "none", as in
+    /// the reference (round robin just restarts at the range start).
+    pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
+        let text = fs::read_to_string(self.net_dir.join(format!("{LAST_RESERVED}{set}"))).ok()?;
+        text.trim().parse().ok()
+    }
+
+    /// Record the last address handed out from set `set`, in the
+    /// reference's format (the address, no newline). Written in place like
+    /// the reference does: a torn value only restarts round robin.
+    pub fn set_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), Error> {
+        let path = self.net_dir.join(format!("{LAST_RESERVED}{set}"));
+        Store::write_in_place(&path, ip.to_string().as_bytes(), false)
+    }
+
+    /// Remove temporary files left by a writer that died: every writer
+    /// holds the lock, so while we hold it any file in `tmp/` is stale.
+    pub fn clean_tmp(&self) -> Result<(), Error> {
+        let dir = self.state_dir.join("tmp");
+        let entries = fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, &e))?;
+        for entry in entries.flatten() {
+            let _ = fs::remove_file(entry.path());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some((tmp, _)) = self.pending.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Errno values we tell apart (Linux numbering).
+mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const EXDEV: i32 = 18;
+    pub const EOPNOTSUPP: i32 = 95;
+}
+
+/// The leased addresses in `dir`: every entry whose name is an IP address.
+/// Costs one `readdir`, no file is opened.
+pub fn scan_dir(dir: &Path) -> Result<Scan, Error> {
+    let mut scan = Scan::default();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(scan),
+        Err(e) => return Err(Error::io("read", dir, &e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read", dir, &e))?;
+        if let Some(Ok(ip)) = entry.file_name().to_str().map(str::parse::<IpAddr>) {
+            scan.taken.insert(ip);
+        }
+    }
+    Ok(scan)
+}
+
+#[cfg(test)]
+mod tests;
