@@ -3,15 +3,20 @@
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
-use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
-use rtnetlink::packet_route::address::{
-    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage,
-};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use crate::error::{Error, Result};
 use crate::link::Link;
-use crate::netlink::Netlink;
+use crate::netlink::{Msg, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, Netlink, attrs, u32_of};
+
+const RTM_NEWADDR: u16 = 20;
+const RTM_DELADDR: u16 = 21;
+const RTM_GETADDR: u16 = 22;
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const IFA_BROADCAST: u16 = 4;
+const IFA_FLAGS: u16 = 8;
+pub(crate) const AF_INET: u8 = 2;
+pub(crate) const AF_INET6: u8 = 10;
 
 /// `IFA_F_*` flags of an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,16 +57,19 @@ impl Addr {
         self.flags.contains(AddrFlags::DADFAILED)
     }
 
-    fn from_message(m: AddressMessage) -> Option<Addr> {
-        let mut flags = AddrFlags(u32::from(m.header.flags.bits()));
+    /// An address from the body of an `RTM_NEWADDR` message.
+    fn from_body(b: &[u8]) -> Option<Addr> {
+        let (family, prefix, hflags, scope) = (*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?);
+        let index = u32_of(b.get(4..8)?)?;
+        let mut flags = AddrFlags(u32::from(hflags));
         let mut address = None;
         let mut local = None;
-        for attr in m.attributes {
-            match attr {
-                AddressAttribute::Address(ip) => address = Some(ip),
-                AddressAttribute::Local(ip) => local = Some(ip),
+        for (kind, d) in attrs(b.get(8..)?) {
+            match kind {
+                IFA_ADDRESS => address = ip_of(family, d),
+                IFA_LOCAL => local = ip_of(family, d),
                 // The 32-bit attribute carries flags that do not fit the header.
-                AddressAttribute::Flags(f) => flags = AddrFlags(f.bits()),
+                IFA_FLAGS => flags = AddrFlags(u32_of(d)?),
                 _ => {}
             }
         }
@@ -69,36 +77,67 @@ impl Addr {
         // is the peer on point-to-point links.
         let ip = local.or(address)?;
         Some(Addr {
-            index: m.header.index,
-            addr: IpNetwork::new(ip, m.header.prefix_len).ok()?,
+            index,
+            addr: IpNetwork::new(ip, prefix).ok()?,
             flags,
-            scope: u8::from(m.header.scope),
+            scope,
         })
     }
 }
 
-fn family_of(ip: &IpAddr) -> AddressFamily {
-    if ip.is_ipv4() {
-        AddressFamily::Inet
-    } else {
-        AddressFamily::Inet6
+/// An address attribute of `family`.
+pub(crate) fn ip_of(family: u8, d: &[u8]) -> Option<IpAddr> {
+    match family {
+        AF_INET => Some(IpAddr::from(<[u8; 4]>::try_from(d.get(..4)?).ok()?)),
+        AF_INET6 => Some(IpAddr::from(<[u8; 16]>::try_from(d.get(..16)?).ok()?)),
+        _ => None,
     }
 }
 
-fn message(link: &Link, addr: IpNetwork) -> AddressMessage {
-    let mut m = AddressMessage::default();
-    m.header.family = family_of(&addr.ip());
-    m.header.prefix_len = addr.prefix();
-    m.header.index = link.index;
-    m.attributes.push(AddressAttribute::Address(addr.ip()));
+pub(crate) fn ip_bytes(ip: &IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    }
+}
+
+pub(crate) fn family_of(ip: &IpAddr) -> u8 {
+    if ip.is_ipv4() { AF_INET } else { AF_INET6 }
+}
+
+/// `struct ifaddrmsg` and the address attributes of `addr` on `link`.
+fn message(kind: u16, flags: u16, link: &Link, addr: IpNetwork, ifa_flags: u8) -> Msg {
+    let mut h = [0u8; 8];
+    h[0] = family_of(&addr.ip());
+    h[1] = addr.prefix();
+    h[2] = ifa_flags;
+    h[4..8].copy_from_slice(&link.index.to_ne_bytes());
+    let mut m = Msg::new(kind, flags, &h);
+    let ip = ip_bytes(&addr.ip());
+    m.attr(IFA_ADDRESS, &ip);
     if let IpNetwork::V4(v4) = addr {
-        m.attributes.push(AddressAttribute::Local(addr.ip()));
+        m.attr(IFA_LOCAL, &ip);
         // Like the reference (netlink.AddrAdd), give IPv4 addresses their
         // broadcast unless the prefix is too long to have one.
         if v4.prefix() < 31 {
-            m.attributes
-                .push(AddressAttribute::Broadcast(v4.broadcast()));
+            m.attr(IFA_BROADCAST, &v4.broadcast().octets());
         }
+    }
+    m
+}
+
+/// `RTM_NEWADDR` for `addr` on `link`; `nodad` sets `IFA_F_NODAD`.
+pub(crate) fn add_message(link: &Link, addr: IpNetwork, nodad: bool) -> Msg {
+    let flags = if nodad { AddrFlags::NODAD.0 } else { 0 };
+    let mut m = message(
+        RTM_NEWADDR,
+        NLM_F_CREATE | NLM_F_EXCL,
+        link,
+        addr,
+        flags as u8,
+    );
+    if nodad {
+        m.u32(IFA_FLAGS, flags);
     }
     m
 }
@@ -107,16 +146,9 @@ impl Netlink {
     /// Add `addr` to `link`; `EEXIST` when it is already there. `nodad`
     /// skips IPv6 duplicate address detection (`IFA_F_NODAD`).
     pub fn add_addr(&self, link: &Link, addr: IpNetwork, nodad: bool) -> Result<()> {
-        let mut m = message(link, addr);
-        if nodad {
-            m.header.flags = AddressHeaderFlags::Nodad;
-            m.attributes
-                .push(AddressAttribute::Flags(AddressFlags::Nodad));
-        }
         self.request(
             &format!("add address {addr} to {}", link.name),
-            RouteNetlinkMessage::NewAddress(m),
-            NLM_F_CREATE | NLM_F_EXCL,
+            add_message(link, addr, nodad),
         )
         .map(drop)
     }
@@ -127,17 +159,17 @@ impl Netlink {
             Some(l) => format!("list addresses of {}", l.name),
             None => "list addresses".to_string(),
         };
-        let replies = self.request(
-            &op,
-            RouteNetlinkMessage::GetAddress(AddressMessage::default()),
-            NLM_F_DUMP,
-        )?;
+        let mut h = [0u8; 8];
+        if let Some(l) = link {
+            // Kernels with strict checking dump only this link's addresses
+            // instead of every address of the namespace.
+            self.set_strict();
+            h[4..8].copy_from_slice(&l.index.to_ne_bytes());
+        }
+        let replies = self.request(&op, Msg::new(RTM_GETADDR, NLM_F_DUMP, &h))?;
         Ok(replies
-            .into_iter()
-            .filter_map(|m| match m {
-                RouteNetlinkMessage::NewAddress(a) => Addr::from_message(a),
-                _ => None,
-            })
+            .iter()
+            .filter_map(|b| Addr::from_body(b))
             .filter(|a| link.is_none_or(|l| l.index == a.index))
             .collect())
     }
@@ -181,8 +213,7 @@ impl Netlink {
     pub fn delete_addr(&self, link: &Link, addr: IpNetwork) -> Result<()> {
         self.request(
             &format!("delete address {addr} from {}", link.name),
-            RouteNetlinkMessage::DelAddress(message(link, addr)),
-            0,
+            message(RTM_DELADDR, 0, link, addr, 0),
         )
         .map(drop)
     }

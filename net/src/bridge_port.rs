@@ -1,16 +1,18 @@
 //! Bridge VLAN membership of a port (`bridge vlan add/del/show`), through
 //! `AF_BRIDGE` link messages carrying `IFLA_AF_SPEC`.
 
-use rtnetlink::packet_core::NLM_F_DUMP;
-use rtnetlink::packet_route::link::{
-    AfSpecBridge, BridgeFlag, BridgeVlanInfo, BridgeVlanInfoFlags, LinkAttribute, LinkExtentMask,
-    LinkMessage,
-};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
-
 use crate::error::Result;
-use crate::link::Link;
-use crate::netlink::Netlink;
+use crate::link::{
+    AF_BRIDGE, IFLA_AF_SPEC, IFLA_EXT_MASK, Link, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK, ifinfo,
+};
+use crate::netlink::{Msg, NLM_F_DUMP, Netlink, attrs, u16_of, u32_of};
+
+const IFLA_BRIDGE_FLAGS: u16 = 0;
+const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
+const BRIDGE_FLAGS_MASTER: u16 = 1;
+const BRIDGE_VLAN_INFO_PVID: u16 = 2;
+const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
+const RTEXT_FILTER_BRVLAN: u32 = 2;
 
 /// One VLAN of a bridge port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,25 +24,24 @@ pub struct PortVlan {
     pub untagged: bool,
 }
 
-fn vlan_message(port: &Link, vlan: &PortVlan) -> LinkMessage {
-    let mut flags = BridgeVlanInfoFlags::empty();
+/// `RTM_SETLINK`/`RTM_DELLINK` for `AF_BRIDGE` carrying one VLAN entry.
+fn vlan_message(kind: u16, port: &Link, vlan: &PortVlan) -> Msg {
+    let mut flags = 0u16;
     if vlan.pvid {
-        flags |= BridgeVlanInfoFlags::Pvid;
+        flags |= BRIDGE_VLAN_INFO_PVID;
     }
     if vlan.untagged {
-        flags |= BridgeVlanInfoFlags::Untagged;
+        flags |= BRIDGE_VLAN_INFO_UNTAGGED;
     }
-    let mut m = LinkMessage::default();
-    m.header.interface_family = AddressFamily::Bridge;
-    m.header.index = port.index;
-    m.attributes.push(LinkAttribute::AfSpecBridge(vec![
+    let mut info = [0u8; 4];
+    info[..2].copy_from_slice(&flags.to_ne_bytes());
+    info[2..].copy_from_slice(&vlan.vid.to_ne_bytes());
+    let mut m = Msg::new(kind, 0, &ifinfo(AF_BRIDGE, port.index, 0, 0));
+    m.nest(IFLA_AF_SPEC, |m| {
         // Applied by the bridge the port belongs to (`bridge vlan ... master`).
-        AfSpecBridge::Flags(BridgeFlag::Controller),
-        AfSpecBridge::VlanInfo(BridgeVlanInfo {
-            flags,
-            vid: vlan.vid,
-        }),
-    ]));
+        m.attr(IFLA_BRIDGE_FLAGS, &BRIDGE_FLAGS_MASTER.to_ne_bytes());
+        m.attr(IFLA_BRIDGE_VLAN_INFO, &info);
+    });
     m
 }
 
@@ -49,8 +50,7 @@ impl Netlink {
     pub fn bridge_vlan_add(&self, port: &Link, vlan: &PortVlan) -> Result<()> {
         self.request(
             &format!("add vlan {} to bridge port {}", vlan.vid, port.name),
-            RouteNetlinkMessage::SetLink(vlan_message(port, vlan)),
-            0,
+            vlan_message(RTM_SETLINK, port, vlan),
         )
         .map(drop)
     }
@@ -66,43 +66,34 @@ impl Netlink {
         // never deletes the link itself.
         self.request(
             &format!("delete vlan {vid} from bridge port {}", port.name),
-            RouteNetlinkMessage::DelLink(vlan_message(port, &vlan)),
-            0,
+            vlan_message(RTM_DELLINK, port, &vlan),
         )
         .map(drop)
     }
 
     /// The VLANs of the bridge port `port`.
     pub fn bridge_vlans(&self, port: &Link) -> Result<Vec<PortVlan>> {
-        let mut m = LinkMessage::default();
-        m.header.interface_family = AddressFamily::Bridge;
-        m.attributes
-            .push(LinkAttribute::ExtMask(vec![LinkExtentMask::Brvlan]));
-        let replies = self.request(
-            &format!("list vlans of bridge port {}", port.name),
-            RouteNetlinkMessage::GetLink(m),
-            NLM_F_DUMP,
-        )?;
+        let mut m = Msg::new(RTM_GETLINK, NLM_F_DUMP, &ifinfo(AF_BRIDGE, 0, 0, 0));
+        m.u32(IFLA_EXT_MASK, RTEXT_FILTER_BRVLAN);
+        let replies = self.request(&format!("list vlans of bridge port {}", port.name), m)?;
         let mut out = Vec::new();
-        for reply in replies {
-            let RouteNetlinkMessage::NewLink(l) = reply else {
-                continue;
-            };
-            if l.header.index != port.index {
+        for body in &replies {
+            if body.get(4..8).and_then(u32_of) != Some(port.index) {
                 continue;
             }
-            for attr in l.attributes {
-                let LinkAttribute::AfSpecBridge(specs) = attr else {
-                    continue;
-                };
-                for spec in specs {
-                    if let AfSpecBridge::VlanInfo(info) = spec {
-                        out.push(PortVlan {
-                            vid: info.vid,
-                            pvid: info.flags.contains(BridgeVlanInfoFlags::Pvid),
-                            untagged: info.flags.contains(BridgeVlanInfoFlags::Untagged),
-                        });
-                    }
+            let Some(rest) = body.get(16..) else {
+                continue;
+            };
+            for (_, spec) in attrs(rest).filter(|(k, _)| *k == IFLA_AF_SPEC) {
+                for (_, d) in attrs(spec).filter(|(k, _)| *k == IFLA_BRIDGE_VLAN_INFO) {
+                    let (Some(flags), Some(vid)) = (u16_of(d), d.get(2..).and_then(u16_of)) else {
+                        continue;
+                    };
+                    out.push(PortVlan {
+                        vid,
+                        pvid: flags & BRIDGE_VLAN_INFO_PVID != 0,
+                        untagged: flags & BRIDGE_VLAN_INFO_UNTAGGED != 0,
+                    });
                 }
             }
         }

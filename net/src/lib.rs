@@ -1,14 +1,16 @@
 //! `cni-net`: the one crate that switches network namespaces and talks
-//! rtnetlink, for every plugin of the suite.
+//! netlink (rtnetlink, and a raw connection for nftables), for every
+//! plugin of the suite.
 //!
 //! Everything is synchronous for callers. [`netns`] is the only module that
 //! calls `setns`: it runs a short closure inside a namespace and always
 //! switches back. A [`Netlink`] connection is opened either in the
 //! caller's namespace ([`Netlink::host`]) or inside a container's
 //! ([`Netlink::in_netns`], socket created while switched) and stays bound
-//! there; requests run on one internal current-thread tokio runtime.
+//! there; requests are plain blocking sends and receives on it.
 //!
-//! Modules: [`netns`], [`netlink`] (connection and request loop), [`link`],
+//! Modules: [`netns`], [`netlink`] (connection, message encoding, request
+//! loop and pipelining), [`batch`] (several changes in one round trip), [`link`],
 //! [`bridge_port`] (port VLANs), [`addr`], [`route`], [`sysctl`], [`error`].
 //!
 //! ```no_run
@@ -20,6 +22,7 @@
 //! ```
 
 pub mod addr;
+pub mod batch;
 pub mod bridge_port;
 pub mod error;
 pub mod link;
@@ -29,6 +32,7 @@ pub mod route;
 pub mod sysctl;
 
 pub use addr::{Addr, AddrFlags};
+pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, Result};
 pub use ipnetwork::IpNetwork;

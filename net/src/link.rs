@@ -3,15 +3,49 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
-use rtnetlink::packet_core::{DefaultNla, NLA_F_NESTED, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
-use rtnetlink::packet_route::link::{
-    InfoBridge, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
-    State,
-};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
-
 use crate::error::{Error, Result};
-use crate::netlink::Netlink;
+use crate::netlink::{
+    Msg, NLA_F_NESTED, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, Netlink, attrs, str_of, u32_of,
+};
+
+pub(crate) const RTM_NEWLINK: u16 = 16;
+pub(crate) const RTM_DELLINK: u16 = 17;
+pub(crate) const RTM_GETLINK: u16 = 18;
+pub(crate) const RTM_SETLINK: u16 = 19;
+
+const IFLA_ADDRESS: u16 = 1;
+const IFLA_IFNAME: u16 = 3;
+const IFLA_MTU: u16 = 4;
+const IFLA_LINK: u16 = 5;
+const IFLA_MASTER: u16 = 10;
+const IFLA_PROTINFO: u16 = 12;
+const IFLA_OPERSTATE: u16 = 16;
+const IFLA_LINKINFO: u16 = 18;
+pub(crate) const IFLA_AF_SPEC: u16 = 26;
+const IFLA_NET_NS_FD: u16 = 28;
+pub(crate) const IFLA_EXT_MASK: u16 = 29;
+const IFLA_PROMISCUITY: u16 = 30;
+const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_INFO_KIND: u16 = 1;
+const IFLA_INFO_DATA: u16 = 2;
+const VETH_INFO_PEER: u16 = 1;
+const IFLA_BR_VLAN_FILTERING: u16 = 7;
+const IFLA_BRPORT_MODE: u16 = 4;
+const IFLA_BRPORT_ISOLATED: u16 = 33;
+
+const IFF_UP: u32 = 0x1;
+const IFF_PROMISC: u32 = 0x100;
+pub(crate) const AF_BRIDGE: u8 = 7;
+
+/// `struct ifinfomsg`: family, type, index, flags, change mask.
+pub(crate) fn ifinfo(family: u8, index: u32, flags: u32, change: u32) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[0] = family;
+    h[4..8].copy_from_slice(&index.to_ne_bytes());
+    h[8..12].copy_from_slice(&flags.to_ne_bytes());
+    h[12..16].copy_from_slice(&change.to_ne_bytes());
+    h
+}
 
 /// What the kernel reports about a link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,17 +93,17 @@ pub enum OperState {
     Other(u8),
 }
 
-impl From<&State> for OperState {
-    fn from(s: &State) -> OperState {
+impl OperState {
+    fn from_u8(s: u8) -> OperState {
         match s {
-            State::Unknown => OperState::Unknown,
-            State::NotPresent => OperState::NotPresent,
-            State::Down => OperState::Down,
-            State::LowerLayerDown => OperState::LowerLayerDown,
-            State::Testing => OperState::Testing,
-            State::Dormant => OperState::Dormant,
-            State::Up => OperState::Up,
-            other => OperState::Other(u8::from(*other)),
+            0 => OperState::Unknown,
+            1 => OperState::NotPresent,
+            2 => OperState::Down,
+            3 => OperState::LowerLayerDown,
+            4 => OperState::Testing,
+            5 => OperState::Dormant,
+            6 => OperState::Up,
+            other => OperState::Other(other),
         }
     }
 }
@@ -99,58 +133,58 @@ pub struct VethPair<'a> {
 }
 
 impl Link {
-    fn from_message(m: LinkMessage) -> Link {
+    /// A link from the body of an `RTM_NEWLINK` message.
+    pub(crate) fn from_body(b: &[u8]) -> Option<Link> {
+        let flags = u32_of(b.get(8..12)?)?;
         let mut link = Link {
-            index: m.header.index,
+            index: u32_of(b.get(4..8)?)?,
             name: String::new(),
             kind: String::new(),
             mac: Vec::new(),
             mtu: 0,
-            up: m.header.flags.contains(LinkFlags::Up),
+            up: flags & IFF_UP != 0,
             oper_state: OperState::Unknown,
             master: None,
             link: None,
             link_netnsid: None,
-            promisc: m.header.flags.contains(LinkFlags::Promisc),
+            promisc: flags & IFF_PROMISC != 0,
             promiscuity: 0,
         };
-        for attr in m.attributes {
-            match attr {
-                LinkAttribute::IfName(n) => link.name = n,
-                LinkAttribute::Address(a) => link.mac = a,
-                LinkAttribute::Mtu(v) => link.mtu = v,
-                LinkAttribute::OperState(s) => link.oper_state = OperState::from(&s),
-                LinkAttribute::Controller(i) if i != 0 => link.master = Some(i),
-                LinkAttribute::Link(i) if i != 0 => link.link = Some(i),
-                LinkAttribute::LinkNetNsId(i) => link.link_netnsid = Some(i),
-                LinkAttribute::Promiscuity(v) => link.promiscuity = v,
-                LinkAttribute::LinkInfo(infos) => {
-                    for info in infos {
-                        if let LinkInfo::Kind(k) = info {
-                            link.kind = k.to_string();
-                        }
+        for (kind, d) in attrs(b.get(16..)?) {
+            match kind {
+                IFLA_IFNAME => link.name = str_of(d),
+                IFLA_ADDRESS => link.mac = d.to_vec(),
+                IFLA_MTU => link.mtu = u32_of(d).unwrap_or(0),
+                IFLA_OPERSTATE => {
+                    link.oper_state = OperState::from_u8(d.first().copied().unwrap_or(0))
+                }
+                IFLA_MASTER => link.master = u32_of(d).filter(|i| *i != 0),
+                IFLA_LINK => link.link = u32_of(d).filter(|i| *i != 0),
+                IFLA_LINK_NETNSID => link.link_netnsid = u32_of(d).map(|v| v as i32),
+                IFLA_PROMISCUITY => link.promiscuity = u32_of(d).unwrap_or(0),
+                IFLA_LINKINFO => {
+                    if let Some((_, k)) = attrs(d).find(|(k, _)| *k == IFLA_INFO_KIND) {
+                        link.kind = str_of(k);
                     }
                 }
                 _ => {}
             }
         }
-        link
+        Some(link)
     }
 }
 
-fn links_of(replies: Vec<RouteNetlinkMessage>) -> Vec<Link> {
-    replies
-        .into_iter()
-        .filter_map(|m| match m {
-            RouteNetlinkMessage::NewLink(l) => Some(Link::from_message(l)),
-            _ => None,
-        })
-        .collect()
+fn links_of(replies: Vec<Vec<u8>>) -> Vec<Link> {
+    replies.iter().filter_map(|b| Link::from_body(b)).collect()
 }
 
-fn by_index(index: u32) -> LinkMessage {
-    let mut m = LinkMessage::default();
-    m.header.index = index;
+fn by_index(index: u32) -> Msg {
+    Msg::new(RTM_SETLINK, 0, &ifinfo(0, index, 0, 0))
+}
+
+fn get_by_name(name: &str) -> Msg {
+    let mut m = Msg::new(RTM_GETLINK, 0, &ifinfo(0, 0, 0, 0));
+    m.str(IFLA_IFNAME, name);
     m
 }
 
@@ -159,8 +193,7 @@ impl Netlink {
     pub fn links(&self) -> Result<Vec<Link>> {
         let replies = self.request(
             "list links",
-            RouteNetlinkMessage::GetLink(LinkMessage::default()),
-            NLM_F_DUMP,
+            Msg::new(RTM_GETLINK, NLM_F_DUMP, &ifinfo(0, 0, 0, 0)),
         )?;
         Ok(links_of(replies))
     }
@@ -168,23 +201,18 @@ impl Netlink {
     /// The link named `name`; `ENODEV` (see [`Error::is_not_found`]) when
     /// there is none.
     pub fn link_by_name(&self, name: &str) -> Result<Link> {
-        let mut m = LinkMessage::default();
-        m.attributes.push(LinkAttribute::IfName(name.to_string()));
-        let replies = self.request(
-            &format!("find link {name}"),
-            RouteNetlinkMessage::GetLink(m),
-            0,
-        )?;
+        let op = format!("find link {name}");
+        let replies = self.request(&op, get_by_name(name))?;
         links_of(replies)
             .into_iter()
             .next()
-            .ok_or_else(|| Error::errno(format!("find link {name}"), nix::errno::Errno::ENODEV))
+            .ok_or_else(|| Error::errno(op, nix::errno::Errno::ENODEV))
     }
 
     /// The link with index `index`.
     pub fn link_by_index(&self, index: u32) -> Result<Link> {
         let op = format!("find link with index {index}");
-        let replies = self.request(&op, RouteNetlinkMessage::GetLink(by_index(index)), 0)?;
+        let replies = self.request(&op, Msg::new(RTM_GETLINK, 0, &ifinfo(0, index, 0, 0)))?;
         links_of(replies)
             .into_iter()
             .next()
@@ -200,26 +228,25 @@ impl Netlink {
         }
     }
 
-    fn set_link(&self, op: &str, m: LinkMessage) -> Result<()> {
-        self.request(op, RouteNetlinkMessage::SetLink(m), 0)
-            .map(drop)
+    fn set_link(&self, op: &str, m: Msg) -> Result<()> {
+        self.request(op, m).map(drop)
     }
 
-    fn set_flag(&self, link: &Link, flag: LinkFlags, on: bool, op: &str) -> Result<()> {
-        let mut m = by_index(link.index);
-        m.header.change_mask = flag;
-        if on {
-            m.header.flags = flag;
-        }
+    fn set_flag(&self, link: &Link, flag: u32, on: bool, op: &str) -> Result<()> {
+        let m = Msg::new(
+            RTM_SETLINK,
+            0,
+            &ifinfo(0, link.index, if on { flag } else { 0 }, flag),
+        );
         self.set_link(&format!("{op} {}", link.name), m)
     }
 
     pub fn set_up(&self, link: &Link) -> Result<()> {
-        self.set_flag(link, LinkFlags::Up, true, "set up")
+        self.set_flag(link, IFF_UP, true, "set up")
     }
 
     pub fn set_down(&self, link: &Link) -> Result<()> {
-        self.set_flag(link, LinkFlags::Up, false, "set down")
+        self.set_flag(link, IFF_UP, false, "set down")
     }
 
     pub fn set_promisc(&self, link: &Link, on: bool) -> Result<()> {
@@ -228,14 +255,13 @@ impl Netlink {
         } else {
             "set promisc off"
         };
-        self.set_flag(link, LinkFlags::Promisc, on, op)
+        self.set_flag(link, IFF_PROMISC, on, op)
     }
 
     /// Enslave `link` to the bridge `master`, or release it with `None`.
     pub fn set_master(&self, link: &Link, master: Option<&Link>) -> Result<()> {
         let mut m = by_index(link.index);
-        m.attributes
-            .push(LinkAttribute::Controller(master.map_or(0, |b| b.index)));
+        m.u32(IFLA_MASTER, master.map_or(0, |b| b.index));
         let op = match master {
             Some(b) => format!("set master of {} to {}", link.name, b.name),
             None => format!("release {} from its master", link.name),
@@ -245,7 +271,7 @@ impl Netlink {
 
     pub fn set_mac(&self, link: &Link, mac: &[u8]) -> Result<()> {
         let mut m = by_index(link.index);
-        m.attributes.push(LinkAttribute::Address(mac.to_vec()));
+        m.attr(IFLA_ADDRESS, mac);
         self.set_link(
             &format!("set mac of {} to {}", link.name, format_mac(mac)),
             m,
@@ -254,15 +280,14 @@ impl Netlink {
 
     pub fn set_mtu(&self, link: &Link, mtu: u32) -> Result<()> {
         let mut m = by_index(link.index);
-        m.attributes.push(LinkAttribute::Mtu(mtu));
+        m.u32(IFLA_MTU, mtu);
         self.set_link(&format!("set mtu of {} to {mtu}", link.name), m)
     }
 
     pub fn delete_link(&self, link: &Link) -> Result<()> {
         self.request(
             &format!("delete link {}", link.name),
-            RouteNetlinkMessage::DelLink(by_index(link.index)),
-            0,
+            Msg::new(RTM_DELLINK, 0, &ifinfo(0, link.index, 0, 0)),
         )
         .map(drop)
     }
@@ -271,81 +296,101 @@ impl Netlink {
     /// ([`Error::is_exists`]), so concurrent creators can all treat that as
     /// success (after checking the kind).
     pub fn create_bridge(&self, name: &str, mtu: Option<u32>, vlan_filtering: bool) -> Result<()> {
-        let mut m = LinkMessage::default();
-        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
+        m.str(IFLA_IFNAME, name);
         if let Some(mtu) = mtu {
-            m.attributes.push(LinkAttribute::Mtu(mtu));
+            m.u32(IFLA_MTU, mtu);
         }
-        let mut info = vec![LinkInfo::Kind(InfoKind::Bridge)];
-        if vlan_filtering {
-            info.push(LinkInfo::Data(InfoData::Bridge(vec![
-                InfoBridge::VlanFiltering(true),
-            ])));
-        }
-        m.attributes.push(LinkAttribute::LinkInfo(info));
-        self.request(
-            &format!("create bridge {name}"),
-            RouteNetlinkMessage::NewLink(m),
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "bridge");
+            if vlan_filtering {
+                m.nest(IFLA_INFO_DATA, |m| {
+                    m.u8(IFLA_BR_VLAN_FILTERING, 1);
+                });
+            }
+        });
+        self.request(&format!("create bridge {name}"), m).map(drop)
+    }
+
+    fn veth_message(v: &VethPair<'_>, up: bool) -> Msg {
+        let flags = if up { IFF_UP } else { 0 };
+        let mut m = Msg::new(
+            RTM_NEWLINK,
             NLM_F_CREATE | NLM_F_EXCL,
-        )
-        .map(drop)
+            &ifinfo(0, 0, flags, flags),
+        );
+        m.str(IFLA_IFNAME, v.host_name);
+        if let Some(mtu) = v.mtu {
+            m.u32(IFLA_MTU, mtu);
+        }
+        if let Some(master) = v.host_master {
+            m.u32(IFLA_MASTER, master);
+        }
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "veth");
+            m.nest(IFLA_INFO_DATA, |m| {
+                m.nest(VETH_INFO_PEER, |m| {
+                    m.raw(&ifinfo(0, 0, 0, 0));
+                    m.str(IFLA_IFNAME, v.container_name);
+                    // The fd stays open for the whole call (borrowed).
+                    m.u32(IFLA_NET_NS_FD, v.container_ns.as_raw_fd() as u32);
+                    if let Some(mac) = v.container_mac {
+                        m.attr(IFLA_ADDRESS, &mac);
+                    }
+                    if let Some(mtu) = v.mtu {
+                        m.u32(IFLA_MTU, mtu);
+                    }
+                });
+            });
+        });
+        m
     }
 
     /// Create a veth pair across namespaces in one message. `EEXIST` when
     /// either name is taken in its namespace; callers tell which by looking
     /// the names up.
     pub fn create_veth_pair(&self, v: &VethPair<'_>) -> Result<()> {
-        let mut peer = LinkMessage::default();
-        peer.attributes
-            .push(LinkAttribute::IfName(v.container_name.to_string()));
-        peer.attributes
-            .push(LinkAttribute::NetNsFd(v.container_ns.as_raw_fd()));
-        if let Some(mac) = v.container_mac {
-            peer.attributes.push(LinkAttribute::Address(mac.to_vec()));
-        }
-        let mut m = LinkMessage::default();
-        m.attributes
-            .push(LinkAttribute::IfName(v.host_name.to_string()));
-        if let Some(mtu) = v.mtu {
-            peer.attributes.push(LinkAttribute::Mtu(mtu));
-            m.attributes.push(LinkAttribute::Mtu(mtu));
-        }
-        if let Some(master) = v.host_master {
-            m.attributes.push(LinkAttribute::Controller(master));
-        }
-        m.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::Kind(InfoKind::Veth),
-            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
-        ]));
         self.request(
             &format!("create veth pair {}/{}", v.container_name, v.host_name),
-            RouteNetlinkMessage::NewLink(m),
-            NLM_F_CREATE | NLM_F_EXCL,
+            Self::veth_message(v, false),
         )
         .map(drop)
+    }
+
+    /// [`Netlink::create_veth_pair`] with the host end already up, and the
+    /// host end as the kernel reports it right after: the lookup is sent
+    /// together with the creation, so both take one round trip.
+    pub fn create_veth_pair_up(&self, v: &VethPair<'_>) -> Result<Link> {
+        let create_op = format!("create veth pair {}/{}", v.container_name, v.host_name);
+        let find_op = format!("find link {}", v.host_name);
+        let (created, found) = self.request_pair(
+            (&create_op, Self::veth_message(v, true)),
+            (&find_op, get_by_name(v.host_name)),
+        );
+        created?;
+        links_of(found?)
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
     }
 
     /// Set bridge-port options of `port` (an enslaved link) through
     /// `IFLA_PROTINFO`: hairpin mode and port isolation.
     pub fn set_bridge_port(&self, port: &Link, opts: &BridgePortOptions) -> Result<()> {
-        let mut nested = Vec::new();
-        if let Some(on) = opts.hairpin {
-            push_u8_nla(&mut nested, IFLA_BRPORT_MODE, on.into());
-        }
-        if let Some(on) = opts.isolated {
-            push_u8_nla(&mut nested, IFLA_BRPORT_ISOLATED, on.into());
-        }
-        if nested.is_empty() {
+        if opts.hairpin.is_none() && opts.isolated.is_none() {
             return Ok(());
         }
-        let mut m = by_index(port.index);
-        m.header.interface_family = AddressFamily::Bridge;
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(AF_BRIDGE, port.index, 0, 0));
         // The bridge only parses the new-style attributes when the nested
         // flag is set; without it the payload is read as an STP state.
-        m.attributes.push(LinkAttribute::Other(DefaultNla::new(
-            IFLA_PROTINFO | NLA_F_NESTED,
-            nested,
-        )));
+        m.nest(IFLA_PROTINFO | NLA_F_NESTED, |m| {
+            if let Some(on) = opts.hairpin {
+                m.u8(IFLA_BRPORT_MODE, on.into());
+            }
+            if let Some(on) = opts.isolated {
+                m.u8(IFLA_BRPORT_ISOLATED, on.into());
+            }
+        });
         self.set_link(&format!("set bridge port options of {}", port.name), m)
     }
 }
@@ -357,13 +402,31 @@ pub struct BridgePortOptions {
     pub isolated: Option<bool>,
 }
 
-const IFLA_PROTINFO: u16 = 12;
-const IFLA_BRPORT_MODE: u16 = 4;
-const IFLA_BRPORT_ISOLATED: u16 = 33;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Append a netlink attribute holding one byte, padded to 4 bytes.
-fn push_u8_nla(buf: &mut Vec<u8>, kind: u16, value: u8) {
-    buf.extend_from_slice(&5u16.to_ne_bytes());
-    buf.extend_from_slice(&kind.to_ne_bytes());
-    buf.extend_from_slice(&[value, 0, 0, 0]);
+    #[test]
+    fn parses_a_link_message_body() {
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, 7, IFF_UP | IFF_PROMISC, 0));
+        m.str(IFLA_IFNAME, "veth1")
+            .attr(IFLA_ADDRESS, &[2, 0, 0, 0, 0, 1])
+            .u32(IFLA_MTU, 1400)
+            .u32(IFLA_MASTER, 3)
+            .u32(IFLA_LINK, 0)
+            .u8(IFLA_OPERSTATE, 6)
+            .nest(IFLA_LINKINFO, |m| {
+                m.str(IFLA_INFO_KIND, "veth");
+            });
+        let l = Link::from_body(m.body()).unwrap();
+        assert_eq!(
+            (l.index, l.name.as_str(), l.kind.as_str()),
+            (7, "veth1", "veth")
+        );
+        assert_eq!(l.mac_string(), "02:00:00:00:00:01");
+        assert_eq!((l.mtu, l.master, l.link), (1400, Some(3), None));
+        assert!(l.up && l.promisc);
+        assert_eq!(l.oper_state, OperState::Up);
+        assert!(Link::from_body(&[0; 8]).is_none());
+    }
 }

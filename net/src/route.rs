@@ -3,14 +3,22 @@
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
-use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_DUMP};
-use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType,
-};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
+use crate::addr::{AF_INET, AF_INET6, ip_bytes, ip_of};
 use crate::error::Result;
-use crate::netlink::Netlink;
+use crate::netlink::{Msg, NLM_F_CREATE, NLM_F_DUMP, Netlink, attrs, u32_of};
+
+const RTM_NEWROUTE: u16 = 24;
+const RTM_DELROUTE: u16 = 25;
+const RTM_GETROUTE: u16 = 26;
+const RTA_DST: u16 = 1;
+const RTA_OIF: u16 = 4;
+const RTA_GATEWAY: u16 = 5;
+const RTA_PRIORITY: u16 = 6;
+const RTA_TABLE: u16 = 15;
+const RTPROT_BOOT: u8 = 3;
+const RTN_UNSPEC: u8 = 0;
+const RTN_UNICAST: u8 = 1;
 
 /// The main routing table.
 pub const TABLE_MAIN: u32 = 254;
@@ -48,7 +56,7 @@ impl RouteSpec {
     }
 
     /// `<dst> via <gw> dev <oif> metric <p>`, for messages.
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = format!("{}", self.dst);
         if let Some(gw) = self.gw {
             s.push_str(&format!(" via {gw}"));
@@ -65,38 +73,42 @@ impl RouteSpec {
         s
     }
 
-    fn message(&self, scope: u8, kind: RouteType) -> RouteMessage {
-        let mut m = RouteMessage::default();
-        m.header.address_family = if self.dst.is_ipv4() {
-            AddressFamily::Inet
-        } else {
-            AddressFamily::Inet6
-        };
-        m.header.destination_prefix_length = self.dst.prefix();
+    /// `struct rtmsg` and attributes for this route.
+    fn message(&self, kind: u16, flags: u16, scope: u8, rtype: u8) -> Msg {
         let table = self.table.unwrap_or(TABLE_MAIN);
+        let mut h = [0u8; 12];
+        h[0] = if self.dst.is_ipv4() {
+            AF_INET
+        } else {
+            AF_INET6
+        };
+        h[1] = self.dst.prefix();
         // The header holds 8 bits; larger ids travel only in RTA_TABLE.
-        m.header.table = u8::try_from(table).unwrap_or(0);
-        m.header.protocol = RouteProtocol::Boot;
-        m.header.scope = RouteScope::from(scope);
-        m.header.kind = kind;
-        m.attributes.push(RouteAttribute::Table(table));
+        h[4] = u8::try_from(table).unwrap_or(0);
+        h[5] = RTPROT_BOOT;
+        h[6] = scope;
+        h[7] = rtype;
+        let mut m = Msg::new(kind, flags, &h);
+        m.u32(RTA_TABLE, table);
         if self.dst.prefix() > 0 {
-            m.attributes
-                .push(RouteAttribute::Destination(RouteAddress::from(
-                    self.dst.network(),
-                )));
+            m.attr(RTA_DST, &ip_bytes(&self.dst.network()));
         }
         if let Some(gw) = self.gw {
-            m.attributes
-                .push(RouteAttribute::Gateway(RouteAddress::from(gw)));
+            m.attr(RTA_GATEWAY, &ip_bytes(&gw));
         }
         if let Some(oif) = self.oif {
-            m.attributes.push(RouteAttribute::Oif(oif));
+            m.u32(RTA_OIF, oif);
         }
         if let Some(p) = self.priority {
-            m.attributes.push(RouteAttribute::Priority(p));
+            m.u32(RTA_PRIORITY, p);
         }
         m
+    }
+
+    /// The `RTM_NEWROUTE` of [`Netlink::add_route`].
+    pub(crate) fn add_message(&self) -> Msg {
+        let scope = self.scope.unwrap_or(SCOPE_UNIVERSE);
+        self.message(RTM_NEWROUTE, NLM_F_CREATE, scope, RTN_UNICAST)
     }
 }
 
@@ -115,46 +127,39 @@ pub struct RouteInfo {
     pub protocol: u8,
 }
 
-fn route_ip(a: &RouteAddress) -> Option<IpAddr> {
-    match a {
-        RouteAddress::Inet(ip) => Some(IpAddr::V4(*ip)),
-        RouteAddress::Inet6(ip) => Some(IpAddr::V6(*ip)),
-        _ => None,
-    }
-}
-
 impl RouteInfo {
-    fn from_message(m: RouteMessage) -> Option<RouteInfo> {
-        let v6 = m.header.address_family == AddressFamily::Inet6;
+    /// A route from the body of an `RTM_NEWROUTE` message.
+    fn from_body(b: &[u8]) -> Option<RouteInfo> {
+        let family = *b.first()?;
         let mut dst = None;
         let mut gw = None;
         let mut oif = None;
         let mut priority = None;
-        let mut table = u32::from(m.header.table);
-        for attr in &m.attributes {
-            match attr {
-                RouteAttribute::Destination(a) => dst = route_ip(a),
-                RouteAttribute::Gateway(a) => gw = route_ip(a),
-                RouteAttribute::Oif(i) => oif = Some(*i),
-                RouteAttribute::Priority(p) => priority = Some(*p),
-                RouteAttribute::Table(t) => table = *t,
+        let mut table = u32::from(*b.get(4)?);
+        for (kind, d) in attrs(b.get(12..)?) {
+            match kind {
+                RTA_DST => dst = ip_of(family, d),
+                RTA_GATEWAY => gw = ip_of(family, d),
+                RTA_OIF => oif = u32_of(d),
+                RTA_PRIORITY => priority = u32_of(d),
+                RTA_TABLE => table = u32_of(d)?,
                 _ => {}
             }
         }
-        let dst = dst.unwrap_or(if v6 {
+        let dst = dst.unwrap_or(if family == AF_INET6 {
             IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
         } else {
             IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
         });
         Some(RouteInfo {
-            dst: IpNetwork::new(dst, m.header.destination_prefix_length).ok()?,
+            dst: IpNetwork::new(dst, *b.get(1)?).ok()?,
             gw,
             oif,
             priority,
             table,
-            scope: u8::from(m.header.scope),
-            kind: u8::from(m.header.kind),
-            protocol: u8::from(m.header.protocol),
+            scope: *b.get(6)?,
+            kind: *b.get(7)?,
+            protocol: *b.get(5)?,
         })
     }
 }
@@ -165,13 +170,8 @@ impl Netlink {
     /// added next to an existing one; an identical route still fails with
     /// `EEXIST`.
     pub fn add_route(&self, r: &RouteSpec) -> Result<()> {
-        let scope = r.scope.unwrap_or(SCOPE_UNIVERSE);
-        self.request(
-            &format!("add route {}", r.describe()),
-            RouteNetlinkMessage::NewRoute(r.message(scope, RouteType::Unicast)),
-            NLM_F_CREATE,
-        )
-        .map(drop)
+        self.request(&format!("add route {}", r.describe()), r.add_message())
+            .map(drop)
     }
 
     /// Delete a route; `ESRCH` when no route matches.
@@ -179,8 +179,7 @@ impl Netlink {
         let scope = r.scope.unwrap_or(SCOPE_NOWHERE);
         self.request(
             &format!("delete route {}", r.describe()),
-            RouteNetlinkMessage::DelRoute(r.message(scope, RouteType::Unspec)),
-            0,
+            r.message(RTM_DELROUTE, 0, scope, RTN_UNSPEC),
         )
         .map(drop)
     }
@@ -193,19 +192,12 @@ impl Netlink {
         oif: Option<u32>,
         table: Option<u32>,
     ) -> Result<Vec<RouteInfo>> {
-        let mut m = RouteMessage::default();
-        m.header.address_family = if ipv6 {
-            AddressFamily::Inet6
-        } else {
-            AddressFamily::Inet
-        };
-        let replies = self.request("list routes", RouteNetlinkMessage::GetRoute(m), NLM_F_DUMP)?;
+        let mut h = [0u8; 12];
+        h[0] = if ipv6 { AF_INET6 } else { AF_INET };
+        let replies = self.request("list routes", Msg::new(RTM_GETROUTE, NLM_F_DUMP, &h))?;
         Ok(replies
-            .into_iter()
-            .filter_map(|m| match m {
-                RouteNetlinkMessage::NewRoute(r) => RouteInfo::from_message(r),
-                _ => None,
-            })
+            .iter()
+            .filter_map(|b| RouteInfo::from_body(b))
             .filter(|r| oif.is_none_or(|o| r.oif == Some(o)))
             .filter(|r| table.is_none_or(|t| r.table == t))
             .collect())

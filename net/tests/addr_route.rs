@@ -144,3 +144,58 @@ fn ipv6_route() {
     assert!(routes.iter().any(|x| x.dst == r.dst && x.gw == r.gw));
     nl.delete_route(&r).unwrap();
 }
+
+/// `create_veth_pair_up` returns the host end up, as the kernel reports it,
+/// and a batch applies addresses, link state and routes in one go, naming
+/// the request that failed.
+#[test]
+fn veth_created_up_and_batch_applies_in_order() {
+    let (a, b) = (TestNetns::new("bta"), TestNetns::new("btb"));
+    let nl = Netlink::in_netns(&open(&a)).unwrap();
+    let fb = open(&b);
+    let name = unique_name("veth");
+    let host = nl
+        .create_veth_pair_up(&VethPair {
+            host_name: &name,
+            container_name: "eth0",
+            container_ns: &fb,
+            container_mac: None,
+            mtu: None,
+            host_master: None,
+        })
+        .unwrap();
+    assert_eq!(host, nl.link_by_name(&name).unwrap());
+    assert!(host.up);
+    assert_eq!(host.mac.len(), 6);
+
+    let nb = Netlink::in_netns(&fb).unwrap();
+    let c = nb.link_by_name("eth0").unwrap();
+    assert!(!c.up);
+    let mut batch = cni_net::Batch::new();
+    batch
+        .add_addr(&c, net("10.240.11.2/24"), false)
+        .set_up(&c)
+        .add_route(&RouteSpec {
+            gw: Some("10.240.11.1".parse().unwrap()),
+            oif: Some(c.index),
+            ..RouteSpec::new(net("10.240.12.0/24"))
+        });
+    nb.run_batch(batch).unwrap();
+    assert!(nb.link_by_name("eth0").unwrap().up);
+    let routes = nb.routes(false, Some(c.index), Some(TABLE_MAIN)).unwrap();
+    assert!(
+        routes.iter().any(|r| r.dst == net("10.240.12.0/24")),
+        "{routes:?}"
+    );
+
+    // The same address again fails; the position names the request.
+    let mut again = cni_net::Batch::new();
+    again.set_up(&c).add_addr(&c, net("10.240.11.2/24"), false);
+    let (i, e) = nb.run_batch(again).unwrap_err();
+    assert_eq!(i, 1);
+    assert!(e.is_exists(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "add address 10.240.11.2/24 to eth0: file exists"
+    );
+}

@@ -37,6 +37,21 @@ pub fn find_in_path(name: &str, path: &str) -> Result<PathBuf, Error> {
 /// environment; its stderr goes to ours. Returns its stdout on success and
 /// its decoded error otherwise.
 pub fn exec(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result<Vec<u8>, Error> {
+    start(plugin, command, cni_path, stdin)?.wait()
+}
+
+/// A delegated plugin started by [`start`], with its stdin already written.
+#[derive(Debug)]
+pub struct Running {
+    bin: PathBuf,
+    child: std::process::Child,
+}
+
+/// The first half of [`exec`]: find and start `plugin` and hand it `stdin`,
+/// without waiting for it, so the caller can work while it runs. Finish
+/// with [`Running::wait`] (also on the caller's error paths, before any
+/// cleanup that must follow the plugin's own work).
+pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result<Running, Error> {
     let bin = find_in_path(plugin, cni_path)?;
     // A plugin binary being replaced can briefly fail with ETXTBSY; retry
     // with a fresh process each time (the reference reuses a spent one).
@@ -66,31 +81,40 @@ pub fn exec(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result
     let mut child = child;
     if let Some(mut input) = child.stdin.take() {
         // A plugin that exits without reading stdin is not our error; its
-        // exit status tells what happened.
+        // exit status tells what happened. Dropping `input` closes the pipe.
         let _ = input.write_all(stdin);
     }
-    let out = child.wait_with_output().map_err(|e| {
-        Error::internal(format!(
-            "failed to wait for plugin {}: {}",
-            bin.display(),
-            crate::io_text(&e)
-        ))
-    })?;
-    if out.status.success() {
-        return Ok(out.stdout);
-    }
-    if out.stdout.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::internal(format!(
-            "netplugin failed with no error message: {}",
-            exit_text(out.status)
-        )));
-    }
-    match Error::from_json(&out.stdout) {
-        Some(e) => Err(e),
-        None => Err(Error::internal(format!(
-            "netplugin failed but error parsing its diagnostic message {:?}",
-            String::from_utf8_lossy(&out.stdout)
-        ))),
+    Ok(Running { bin, child })
+}
+
+impl Running {
+    /// Wait for the plugin: its stdout on success, its decoded error
+    /// otherwise.
+    pub fn wait(self) -> Result<Vec<u8>, Error> {
+        let bin = self.bin;
+        let out = self.child.wait_with_output().map_err(|e| {
+            Error::internal(format!(
+                "failed to wait for plugin {}: {}",
+                bin.display(),
+                crate::io_text(&e)
+            ))
+        })?;
+        if out.status.success() {
+            return Ok(out.stdout);
+        }
+        if out.stdout.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::internal(format!(
+                "netplugin failed with no error message: {}",
+                exit_text(out.status)
+            )));
+        }
+        match Error::from_json(&out.stdout) {
+            Some(e) => Err(e),
+            None => Err(Error::internal(format!(
+                "netplugin failed but error parsing its diagnostic message {:?}",
+                String::from_utf8_lossy(&out.stdout)
+            ))),
+        }
     }
 }
 
@@ -115,7 +139,15 @@ pub fn delegate_add(
     stdin: &[u8],
     cni_version: &str,
 ) -> Result<CniResult, Error> {
-    let out = exec(plugin, "ADD", cni_path, stdin)?;
+    parse_add(plugin, exec(plugin, "ADD", cni_path, stdin)?, cni_version)
+}
+
+/// The result of an ADD started with [`start`], as [`delegate_add`] reads it.
+pub fn wait_add(running: Running, plugin: &str, cni_version: &str) -> Result<CniResult, Error> {
+    parse_add(plugin, running.wait()?, cni_version)
+}
+
+fn parse_add(plugin: &str, out: Vec<u8>, cni_version: &str) -> Result<CniResult, Error> {
     if out.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::new(
             code::DECODING_FAILURE,

@@ -24,6 +24,12 @@ use crate::spoofchk;
 struct Undo {
     container_link: bool,
     ipam: bool,
+    /// The IPAM ADD while it runs; a failed ADD waits for it before
+    /// releasing the addresses, so the release follows the allocation.
+    ipam_running: Option<skel::invoke::Running>,
+    /// Firewall helper processes still running; waited for before the
+    /// rules are removed.
+    firewall: Option<Firewall>,
     masq: bool,
     spoofchk: bool,
 }
@@ -39,7 +45,7 @@ pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut undo = Undo::default();
     let out = run(args, &conf, &mut undo);
     if let Err(e) = &out {
-        let errors = rollback(args, &conf, &undo);
+        let errors = rollback(args, &conf, &mut undo);
         for u in errors {
             eprintln!("bridge: cleanup after failed ADD ({e}): {u}");
         }
@@ -49,15 +55,35 @@ pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
 
 fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error> {
     let ns = args.netns.file()?;
+    let cont = Netlink::in_netns(ns)?;
+    let host_name = bridge::random_veth_name()?;
+    if conf.is_layer3() {
+        // IPAM must not run for an attachment that already exists: the
+        // rollback of this ADD would release that attachment's addresses.
+        if cont.find_link(&args.ifname)?.is_some() {
+            return Err(bridge::ifname_taken(&args.ifname, &host_name));
+        }
+        // Started now and collected after the link work below, so the
+        // IPAM process starts and runs while this one talks netlink.
+        undo.ipam = true;
+        undo.ipam_running = Some(skel::invoke::start(
+            &conf.ipam_type,
+            "ADD",
+            &args.path,
+            &args.stdin,
+        )?);
+    }
     let host = Netlink::host()?;
     let br = bridge::ensure_bridge(&host, conf)?;
-    let cont = Netlink::in_netns(ns)?;
 
-    let host_name = bridge::create_veth(&host, ns, &args.ifname, conf.mac, conf.mtu, &br)?;
+    let port = bridge::create_veth(&host, ns, &args.ifname, conf.mac, conf.mtu, &br, host_name)?;
+    let host_name = port.name.clone();
     undo.container_link = true;
-    let port = host.link_by_name(&host_name)?;
     bridge::configure_port(&host, &port, conf)?;
     let cont_link = cont.link_by_name(&args.ifname)?;
+    if conf.is_layer3() {
+        container::set_sysctls(ns, &args.ifname, conf.enable_dad)?;
+    }
 
     let mut result = Result1 {
         cni_version: skel::version::CURRENT.to_string(),
@@ -88,7 +114,7 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
         container_id: &args.container_id,
     };
     let spoof_id = spoofchk::id(&args.container_id, &args.ifname);
-    // nft work of this ADD, applied as one batch at the end.
+    // Spoof-check nft work of this ADD, applied together with masquerade.
     let mut nft_batch = Vec::new();
     if conf.macspoofchk {
         nft_batch.extend(spoofchk::setup_batch(
@@ -99,15 +125,9 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
     }
 
     let mut masq_addrs: Vec<Cidr> = Vec::new();
-    if conf.is_layer3() {
-        undo.ipam = true;
-        let ipam = skel::invoke::delegate_add(
-            &conf.ipam_type,
-            &args.path,
-            &args.stdin,
-            &conf.cni_version,
-        )?
-        .into_v1()?;
+    if let Some(running) = undo.ipam_running.take() {
+        let ipam =
+            skel::invoke::wait_add(running, &conf.ipam_type, &conf.cni_version)?.into_v1()?;
         result.ips = ipam.ips;
         result.routes = ipam.routes;
         result.dns = ipam.dns;
@@ -115,8 +135,21 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
             return Err(Error::internal("IPAM plugin returned missing IP config"));
         }
         let (gws4, gws6) = calc_gateways(&mut result, conf);
-        let has_v6 = result.ips.iter().any(|ip| !ip.address.is_ipv4());
-        container::set_sysctls(ns, &args.ifname, conf.enable_dad, has_v6)?;
+        if conf.ip_masq {
+            masq_addrs = result.ips.iter().map(|ip| ip.address).collect();
+        }
+        // Firewall helpers start now and are awaited at the end, so their
+        // processes run while the container is configured.
+        start_firewall(
+            conf,
+            &masq_addrs,
+            &owner,
+            std::mem::take(&mut nft_batch),
+            undo,
+        )?;
+        if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
+            container::set_v6_sysctls(ns, &args.ifname)?;
+        }
         container::configure(&cont, &cont_link, &result, conf.enable_dad)?;
 
         if conf.is_gateway {
@@ -152,19 +185,17 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
                 bridge::enable_forwarding(true)?;
             }
         }
-        if conf.ip_masq {
-            masq_addrs = result.ips.iter().map(|ip| ip.address).collect();
+    } else {
+        start_firewall(conf, &[], &owner, nft_batch, undo)?;
+        if !conf.disable_container_interface {
+            cont.set_up(&cont_link).map_err(|e| {
+                Error::from(e).context(format!("failed to set {:?} up", args.ifname))
+            })?;
         }
-    } else if !conf.disable_container_interface {
-        cont.set_up(&cont_link)
-            .map_err(|e| Error::from(e).context(format!("failed to set {:?} up", args.ifname)))?;
     }
-
-    // Firewall: one nft batch for masquerade and spoof check together when
-    // both go through nftables.
-    undo.masq = !masq_addrs.is_empty();
-    undo.spoofchk = conf.macspoofchk;
-    apply_firewall(conf.ip_masq_backend, &masq_addrs, &owner, nft_batch)?;
+    if let Some(fw) = undo.firewall.take() {
+        fw.finish()?;
+    }
 
     let port = if conf.disable_container_interface {
         host.link_by_name(&host_name)?
@@ -180,31 +211,76 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
     Ok(result)
 }
 
-fn apply_firewall(
-    backend: Option<Backend>,
+/// Firewall work of an ADD running in the background.
+enum Firewall {
+    /// Masquerade (either backend) and the spoof-check batch, if any.
+    Split(masq::Started, Option<nft::Running>),
+    /// Masquerade and spoof check together in one nft batch.
+    Joint(nft::Running),
+}
+
+/// Start the firewall work: one nft batch for masquerade and spoof check
+/// together when both go through nftables. Records what to undo.
+fn start_firewall(
+    conf: &Config,
     masq_addrs: &[Cidr],
     owner: &Owner,
     spoof_batch: Vec<serde_json::Value>,
+    undo: &mut Undo,
 ) -> Result<(), Error> {
+    let backend = conf.ip_masq_backend;
+    undo.masq = !masq_addrs.is_empty();
+    undo.spoofchk = conf.macspoofchk;
     let masq_via_nft = !masq_addrs.is_empty() && backend != Some(Backend::Iptables);
-    if masq_via_nft && spoof_batch.is_empty() {
-        return masq::setup(backend, masq_addrs, owner);
-    }
-    if masq_via_nft {
+    if masq_via_nft && !spoof_batch.is_empty() {
         let mut batch = masq::nft_setup_batch(masq_addrs, owner);
-        batch.extend(spoof_batch.iter().cloned());
-        match nft::apply(&batch) {
-            Ok(()) => return Ok(()),
-            Err(nft::NftError::Unavailable(_)) if backend.is_none() && spoof_batch.is_empty() => {
-                return masq::setup(Some(Backend::Iptables), masq_addrs, owner);
-            }
-            Err(e) => return Err(e.into_error("set up ip masquerade")),
+        batch.extend(spoof_batch);
+        let run = nft::start_apply(&batch).map_err(|e| e.into_error("set up ip masquerade"))?;
+        undo.firewall = Some(match run {
+            Some(r) => Firewall::Joint(r),
+            None => Firewall::Split(masq::Started::Nothing, None),
+        });
+        return Ok(());
+    }
+    let masq_backend = if masq_via_nft {
+        backend
+    } else {
+        Some(Backend::Iptables)
+    };
+    let masq = masq::setup_start(masq_backend, masq_addrs, owner)?;
+    match nft::start_apply(&spoof_batch) {
+        Ok(spoof) => {
+            undo.firewall = Some(Firewall::Split(masq, spoof));
+            Ok(())
+        }
+        Err(e) => {
+            // Let the masquerade helper finish before the rollback removes
+            // its rules.
+            let _ = masq::setup_finish(masq);
+            Err(e.into_error("failed to setup spoof-check"))
         }
     }
-    if !masq_addrs.is_empty() {
-        masq::setup(Some(Backend::Iptables), masq_addrs, owner)?;
+}
+
+impl Firewall {
+    /// Wait for every helper; the first failure is returned.
+    fn finish(self) -> Result<(), Error> {
+        match self {
+            Firewall::Joint(run) => run
+                .wait()
+                .map(drop)
+                .map_err(|e| e.into_error("set up ip masquerade")),
+            Firewall::Split(masq, spoof) => {
+                let m = masq::setup_finish(masq);
+                let s = spoof.map_or(Ok(()), |r| {
+                    r.wait()
+                        .map(drop)
+                        .map_err(|e| e.into_error("failed to setup spoof-check"))
+                });
+                m.and(s)
+            }
+        }
     }
-    nft::apply(&spoof_batch).map_err(|e| e.into_error("failed to setup spoof-check"))
 }
 
 /// The reference's `calcGateways`: every IP points at the container
@@ -254,8 +330,16 @@ fn next_ip(ip: IpAddr) -> IpAddr {
 }
 
 /// Undo a failed ADD, best effort; returns what could not be undone.
-fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
+fn rollback(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Vec<Error> {
     let mut errors = Vec::new();
+    if let Some(running) = undo.ipam_running.take() {
+        // Its outcome does not matter: DEL below releases whatever it took.
+        let _ = running.wait();
+    }
+    if let Some(fw) = undo.firewall.take() {
+        // Likewise: teardown below removes whatever the helpers installed.
+        let _ = fw.finish();
+    }
     if undo.container_link
         && let Ok(ns) = args.netns.file()
     {

@@ -66,9 +66,17 @@ pub fn random_veth_name() -> Result<String, Error> {
     ))
 }
 
+/// The error for an `ifname` that already exists in the container.
+pub fn ifname_taken(ifname: &str, host_name: &str) -> Error {
+    Error::internal(format!(
+        "container veth name ({ifname:?}) peer provided ({host_name:?}) already exists"
+    ))
+}
+
 /// Create the veth pair in one message: `ifname` (with `mac`) inside
-/// `ns`, a random `veth…` host end already enslaved to `bridge`. Returns
-/// the host end's name.
+/// `ns`, a random `veth…` host end (`first_name` on the first try) already
+/// enslaved to `bridge` and up. Returns the host end as the kernel reports
+/// it after creation (its index and MAC).
 pub fn create_veth(
     host: &Netlink,
     ns: &File,
@@ -76,9 +84,10 @@ pub fn create_veth(
     mac: Option<[u8; 6]>,
     mtu: u32,
     bridge: &Link,
-) -> Result<String, Error> {
+    first_name: String,
+) -> Result<Link, Error> {
+    let mut name = first_name;
     for _ in 0..10 {
-        let name = random_veth_name()?;
         let pair = VethPair {
             host_name: &name,
             container_name: ifname,
@@ -87,17 +96,16 @@ pub fn create_veth(
             mtu: (mtu > 0).then_some(mtu),
             host_master: Some(bridge.index),
         };
-        match host.create_veth_pair(&pair) {
-            Ok(()) => return Ok(name),
+        match host.create_veth_pair_up(&pair) {
+            Ok(port) => return Ok(port),
             Err(e) if e.is_exists() => {
                 // Either our random name collided (retry) or the container
                 // already has `ifname`.
                 if host.find_link(&name)?.is_some() {
+                    name = random_veth_name()?;
                     continue;
                 }
-                return Err(Error::internal(format!(
-                    "container veth name ({ifname:?}) peer provided ({name:?}) already exists"
-                )));
+                return Err(ifname_taken(ifname, &name));
             }
             Err(e) => return Err(e.into()),
         }
@@ -107,10 +115,9 @@ pub fn create_veth(
     ))
 }
 
-/// Port settings on the freshly created host veth: up, no router
-/// advertisements, hairpin/isolation, VLANs.
+/// Port settings on the freshly created host veth (created up): no
+/// router advertisements, hairpin/isolation, VLANs.
 pub fn configure_port(host: &Netlink, port: &Link, conf: &Config) -> Result<(), Error> {
-    host.set_up(port)?;
     let _ = sysctl::set(&format!("net/ipv6/conf/{}/accept_ra", port.name), "0");
     if conf.hairpin_mode || conf.port_isolation {
         let opts = BridgePortOptions {
@@ -276,16 +283,14 @@ pub fn ensure_vlan_interface(
         return Ok(l);
     }
     let own = cni_net::netns::current()?;
-    let port_name = match create_veth(host, &own, &name, None, br.mtu, br) {
-        Ok(n) => n,
+    let port = match create_veth(host, &own, &name, None, br.mtu, br, random_veth_name()?) {
+        Ok(p) => p,
         // A concurrent ADD made it first.
         Err(_) if host.find_link(&name)?.is_some() => {
             return host.link_by_name(&name).map_err(Into::into);
         }
         Err(e) => return Err(e.context(format!("failed to create vlan gateway {name:?}"))),
     };
-    let port = host.link_by_name(&port_name)?;
-    host.set_up(&port)?;
     set_port_vlans(host, &port, vlan, None, preserve_default)?;
     let l = host.link_by_name(&name)?;
     host.set_up(&l)?;

@@ -10,8 +10,8 @@
 //! [`check`], [`gc`] (GC and STATUS), [`bridge`] (bridge device, gateway
 //! addresses, VLAN gateway interface), [`container`] (addresses, routes and
 //! sysctls inside the container), [`masq`] and [`spoofchk`] (firewall rules
-//! through [`nft`] or iptables; names derived with `skel::sha512` like the
-//! reference's), [`error`]. All namespace and netlink work goes through `cni-net`.
+//! through the `nft` binary ([`nft`]) or iptables; names derived with
+//! `skel::sha512` like the reference's), [`error`]. All namespace and netlink work goes through `cni-net`.
 
 pub mod add;
 pub mod bridge;

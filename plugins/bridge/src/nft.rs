@@ -27,7 +27,17 @@ impl NftError {
     }
 }
 
-fn nft(args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, NftError> {
+/// An `nft` process started by [`start`], its input already written.
+#[derive(Debug)]
+pub struct Running {
+    child: std::process::Child,
+}
+
+/// Start `nft` with `args` and `stdin` without waiting for it: it can run
+/// while the caller does other work. `nft` exits only after the kernel has
+/// released the transaction's objects (an RCU grace period, several ms),
+/// so waiting for it last hides most of that.
+pub fn start(args: &[&str], stdin: Option<&[u8]>) -> Result<Running, NftError> {
     let mut cmd = Command::new("nft");
     cmd.args(args)
         .stdin(if stdin.is_some() {
@@ -44,18 +54,30 @@ fn nft(args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, NftError> {
         // A write error shows up as nft's own failure below.
         let _ = input.write_all(data);
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| NftError::Failed(format!("wait for nft: {}", skel::io_text(&e))))?;
-    if out.status.success() {
-        return Ok(out.stdout);
+    Ok(Running { child })
+}
+
+impl Running {
+    /// Wait for `nft`: its stdout, or why it failed.
+    pub fn wait(self) -> Result<Vec<u8>, NftError> {
+        let out = self
+            .child
+            .wait_with_output()
+            .map_err(|e| NftError::Failed(format!("wait for nft: {}", skel::io_text(&e))))?;
+        if out.status.success() {
+            return Ok(out.stdout);
+        }
+        let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let first = text.lines().next().unwrap_or("nft failed").to_string();
+        if text.contains("Protocol not supported") || text.contains("Operation not supported") {
+            return Err(NftError::Unavailable(first));
+        }
+        Err(NftError::Failed(first_error_line(&text)))
     }
-    let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    let first = text.lines().next().unwrap_or("nft failed").to_string();
-    if text.contains("Protocol not supported") || text.contains("Operation not supported") {
-        return Err(NftError::Unavailable(first));
-    }
-    Err(NftError::Failed(first_error_line(&text)))
+}
+
+fn nft(args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, NftError> {
+    start(args, stdin)?.wait()
 }
 
 /// nft prints `<file>:<line>:<col>: Error: <what>` plus the offending input;
@@ -77,7 +99,21 @@ pub fn apply(commands: &[Value]) -> Result<(), NftError> {
     nft(&["-j", "-f", "-"], Some(doc.to_string().as_bytes())).map(|_| ())
 }
 
+/// [`apply`] without waiting; `None` for an empty batch.
+pub fn start_apply(commands: &[Value]) -> Result<Option<Running>, NftError> {
+    if commands.is_empty() {
+        return Ok(None);
+    }
+    let doc = json!({ "nftables": commands });
+    start(&["-j", "-f", "-"], Some(doc.to_string().as_bytes())).map(Some)
+}
+
 /// Apply a batch in nft's text syntax in one transaction.
+/// Run a text batch and return what it printed (its `list` commands).
+pub fn run_text(batch: &str) -> Result<String, NftError> {
+    nft(&["-f", "-"], Some(batch.as_bytes())).map(|out| String::from_utf8_lossy(&out).into_owned())
+}
+
 pub fn apply_text(batch: &str) -> Result<(), NftError> {
     if batch.is_empty() {
         return Ok(());

@@ -271,3 +271,81 @@ fn seed_config_works_as_written() {
     host.del(&conf, "seed", c.path());
     assert!(!host.sh(&["nft", "list", "ruleset"]).contains("id: seed"));
 }
+
+/// The nftables ADD goes to the kernel over netlink: it leaves a healthy
+/// `postrouting` base chain alone (same rule handles, so nothing was
+/// flushed) and rebuilds it when someone broke it.
+#[test]
+fn nftables_base_chain_is_reused_and_repaired() {
+    let host = Host::new("nb");
+    let conf = host.conf(
+        "1.0.0",
+        &["10.240.10.0/24", "fd40:10::/64"],
+        json!({"isGateway": true, "ipMasq": true, "ipMasqBackend": "nftables"}),
+    );
+    let chain = |name: &str| {
+        host.sh(&[
+            "nft",
+            "-a",
+            "list",
+            "chain",
+            "inet",
+            "cni_plugins_masquerade",
+            name,
+        ])
+    };
+    let masq_rules = || chain("masq_checks").matches(" masquerade comment").count();
+    let (c1, c2, c3) = (
+        TestNetns::new("nb1"),
+        TestNetns::new("nb2"),
+        TestNetns::new("nb3"),
+    );
+    host.add(&conf, "c1", &c1);
+    let base = chain("postrouting");
+    assert!(base.contains("ip daddr 224.0.0.0/4 return"), "{base}");
+    assert!(base.contains("ip6 daddr ff00::/8 return"), "{base}");
+    assert!(base.contains("goto masq_checks"), "{base}");
+    // One rule per address, as nft itself would print it.
+    let m = chain("masq_checks");
+    assert!(
+        m.contains("ip6 daddr != fd40:10::/64 masquerade comment"),
+        "{m}"
+    );
+    assert!(
+        m.contains("ip daddr != 10.240.10.0/24 masquerade comment"),
+        "{m}"
+    );
+    host.add(&conf, "c2", &c2);
+    assert_eq!(chain("postrouting"), base, "healthy base chain untouched");
+    assert_eq!(masq_rules(), 4);
+    // Break the base chain: drop its goto.
+    let handle = base
+        .lines()
+        .find(|l| l.contains("goto masq_checks"))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap()
+        .to_string();
+    host.sh(&[
+        "nft",
+        "delete",
+        "rule",
+        "inet",
+        "cni_plugins_masquerade",
+        "postrouting",
+        "handle",
+        &handle,
+    ]);
+    host.add(&conf, "c3", &c3);
+    let repaired = chain("postrouting");
+    assert!(repaired.contains("goto masq_checks"), "{repaired}");
+    let rules = repaired
+        .lines()
+        .filter(|l| l.contains("# handle") && !l.contains("chain "))
+        .count();
+    assert_eq!(rules, 3, "{repaired}");
+    assert_eq!(masq_rules(), 6);
+    for (cid, c) in [("c1", &c1), ("c2", &c2), ("c3", &c3)] {
+        host.del(&conf, cid, c.path());
+    }
+    assert_eq!(masq_rules(), 0, "{}", chain("masq_checks"));
+}
