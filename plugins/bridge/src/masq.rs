@@ -12,7 +12,7 @@
 //! replaces rules makes `nft` wait for an RCU grace period when it closes
 //! its socket (7–25 ms measured on two busy CPUs), so ADD appends its rules
 //! and lists `postrouting` in the same run, and rebuilds the base chain only
-//! when that listing shows it missing or altered (see [`nft_setup`]).
+//! when that listing shows it missing or altered (see [`NftSetup`]).
 //!
 //! iptables: per container chain `CNI-<24 hex sha512(net+cid)>` in table
 //! `nat` with an ACCEPT for the container's subnet and a MASQUERADE for the
@@ -157,20 +157,42 @@ const BASE_RULES: [&str; 3] = [
 ];
 
 /// ADD through `nft`, normally in one run that appends the attachment's
-/// rules and lists `postrouting`. nft evaluates the whole batch before it
-/// commits, so when the table or `masq_checks` is missing nothing is
-/// applied and the full batch runs instead; when the listing shows the base
-/// chain altered, only the base chain is rebuilt.
-pub fn nft_setup(addrs: &[Cidr], o: &Owner) -> Result<(), NftError> {
+/// rules and lists `postrouting`, started without waiting so that it runs
+/// while ADD configures the container. nft evaluates the whole batch before
+/// it commits, so when the table or `masq_checks` is missing nothing is
+/// applied and [`NftSetup::finish`] runs the full batch instead; when the
+/// listing shows the base chain altered, only the base chain is rebuilt.
+pub struct NftSetup {
+    run: nft::Running,
+    /// The batch to apply when the fast one finds no table or chain.
+    full: String,
+}
+
+pub fn nft_setup_start(addrs: &[Cidr], o: &Owner) -> Result<NftSetup, NftError> {
     let fast = format!(
         "{}list chain {FAMILY} {TABLE} postrouting\n",
         nft_rules_text(addrs, o)
     );
-    match nft::run_text(&fast) {
-        Ok(listing) if base_chain_ok(&listing) => Ok(()),
-        Ok(_) => nft::apply_text(&nft_base_text()),
-        Err(NftError::Failed(_)) => nft::apply_text(&nft_setup_text(addrs, o)),
-        Err(e) => Err(e),
+    Ok(NftSetup {
+        run: nft::start(&["-f", "-"], Some(fast.as_bytes()))?,
+        full: nft_setup_text(addrs, o),
+    })
+}
+
+impl NftSetup {
+    pub fn finish(self) -> Result<(), NftError> {
+        match self.run.wait() {
+            Ok(listing) if base_chain_ok(&String::from_utf8_lossy(&listing)) => Ok(()),
+            Ok(_) => nft::apply_text(&nft_base_text()),
+            Err(NftError::Failed(_)) => nft::apply_text(&self.full),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl std::fmt::Debug for NftSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NftSetup")
     }
 }
 
@@ -533,6 +555,7 @@ fn ipt_teardown(families: &[IpFamily], o: &Owner) -> Result<(), Error> {
 pub enum Started {
     Nothing,
     Iptables(Vec<ToolRun>),
+    Nftables(NftSetup),
 }
 
 /// Install masquerade rules for `addrs`. With no configured backend,
@@ -549,8 +572,8 @@ pub fn setup_start(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Resul
     if backend == Some(Backend::Iptables) {
         return ipt_setup_start(addrs, o).map(Started::Iptables);
     }
-    match nft_setup(addrs, o) {
-        Ok(()) => Ok(Started::Nothing),
+    match nft_setup_start(addrs, o) {
+        Ok(run) => Ok(Started::Nftables(run)),
         Err(NftError::Unavailable(_)) if backend.is_none() => {
             ipt_setup_start(addrs, o).map(Started::Iptables)
         }
@@ -563,6 +586,9 @@ pub fn setup_start(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Resul
 pub fn setup_finish(started: Started) -> Result<(), Error> {
     match started {
         Started::Nothing => Ok(()),
+        Started::Nftables(run) => run
+            .finish()
+            .map_err(|e| e.into_error("set up ip masquerade")),
         Started::Iptables(runs) => {
             let errors = runs
                 .into_iter()

@@ -109,11 +109,6 @@ pub fn start_apply(commands: &[Value]) -> Result<Option<Running>, NftError> {
 }
 
 /// Apply a batch in nft's text syntax in one transaction.
-/// Run a text batch and return what it printed (its `list` commands).
-pub fn run_text(batch: &str) -> Result<String, NftError> {
-    nft(&["-f", "-"], Some(batch.as_bytes())).map(|out| String::from_utf8_lossy(&out).into_owned())
-}
-
 pub fn apply_text(batch: &str) -> Result<(), NftError> {
     if batch.is_empty() {
         return Ok(());
