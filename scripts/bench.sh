@@ -32,6 +32,8 @@ say() { printf '==> %s\n' "$*"; }
 die() { printf 'bench.sh: %s\n' "$*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$repo/scripts/lib.sh"
 quick=0 build=1 out="$repo/docs/benchmarks.md"
 only=()
 command_line="scripts/bench.sh${*:+ $*}"
@@ -68,14 +70,6 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 fi
 
 # --- build
-find_cargo() {
-    command -v cargo && return
-    local home
-    for home in "${CARGO_HOME:-}" "$HOME/.cargo" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo"}; do
-        [ -n "$home" ] && [ -x "$home/bin/cargo" ] && { echo "$home/bin/cargo"; return; }
-    done
-    return 1
-}
 if [ "$build" -eq 1 ]; then
     cargo=$(find_cargo) || die "cargo not found; install the Rust toolchain (rustup) or use --no-build"
     say "building release binaries ($cargo build --release --workspace --bins)"

@@ -38,6 +38,8 @@ info() { printf '    %s\n' "$*"; }
 die() { printf '\ndemo.sh: %s\n' "$*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$repo/scripts/lib.sh"
 conffile="$repo/testdata/demo-bridge.conflist"
 install=0 build=1
 while [ $# -gt 0 ]; do
@@ -69,19 +71,12 @@ else
     info "iproute2, iputils-ping, nftables and jq are present"
 fi
 
-find_cargo() {
-    command -v cargo && return
-    local home
-    for home in "${CARGO_HOME:-}" "$HOME/.cargo" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo"}; do
-        [ -n "$home" ] && [ -x "$home/bin/cargo" ] && { echo "$home/bin/cargo"; return; }
-    done
-    return 1
-}
-
 # ------------------------------------------------------- what we create
 tmp=$(mktemp -d /tmp/cnirs-demo.XXXXXX)
 ns_a="cnirsdemo-$$-a" ns_b="cnirsdemo-$$-b"
 made_ns=() added=() bridge="" made_bridge=0
+# bridge with isGateway turns on forwarding for the whole host; put it back.
+ip_forward=$(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null || echo 1)
 
 conflist=$(jq -c --arg d "$tmp/ipam" '.plugins |= map(if .ipam then .ipam.dataDir = $d else . end)' "$conffile")
 netname=$(jq -r .name <<<"$conflist")
@@ -103,6 +98,9 @@ cleanup() {
     done
     if [ "$made_bridge" -eq 1 ] && ip link show "$bridge" >/dev/null 2>&1; then
         ip link delete "$bridge" && info "deleted bridge $bridge (bridge DEL leaves it, as the reference does)"
+    fi
+    if [ "$ip_forward" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" != 0 ]; then
+        echo 0 >/proc/sys/net/ipv4/ip_forward && info "net.ipv4.ip_forward back to 0"
     fi
     rm -rf "$tmp" && info "removed $tmp"
     if [ "$rc" -eq 0 ]; then

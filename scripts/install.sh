@@ -34,6 +34,8 @@ say() { printf '==> %s\n' "$*"; }
 die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$repo/scripts/lib.sh"
 prefix=${PREFIX:-/opt/cni/bin}
 destdir=${DESTDIR:-}
 force=0 build=1 dry=0
@@ -56,15 +58,6 @@ manifest="$dest/.cni-rs-manifest"
 
 run() {
     if [ "$dry" -eq 1 ]; then printf '    (dry run) %s\n' "$*"; else "$@"; fi
-}
-
-find_cargo() {
-    command -v cargo && return
-    local home
-    for home in "${CARGO_HOME:-}" "$HOME/.cargo" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo"}; do
-        [ -n "$home" ] && [ -x "$home/bin/cargo" ] && { echo "$home/bin/cargo"; return; }
-    done
-    return 1
 }
 
 # The binaries are the bin targets of the workspace members (explicit [[bin]]
@@ -103,6 +96,8 @@ if [ -f "$manifest" ]; then
     done <"$manifest"
 fi
 
+# A run that fails or is interrupted leaves no half-written temporary files.
+trap 'rm -f "$dest"/.*.tmp-"$$" "$manifest.tmp-$$"' EXIT
 stamp=$(date +%Y%m%d-%H%M%S)
 backup="$dest/.backup-$stamp"
 declare -A new_manifest=()

@@ -5,6 +5,8 @@
 # system tools the tests use when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: the root test tiers need root; run it as root" >&2
@@ -16,6 +18,7 @@ fi
 declare -A need=(
     [ip]=iproute2
     [ping]=iputils-ping
+    [sysctl]=procps
     [nft]=nftables
     [iptables]=iptables
     [/usr/lib/cni/host-local]=containernetworking-plugins
@@ -32,15 +35,31 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Under sudo, cargo is usually not on root's PATH.
+cargo=$(find_cargo) || {
+    echo "scripts/test.sh: cargo not found; install the Rust toolchain (https://rustup.rs)" >&2
+    exit 1
+}
+# A minimal rustup profile has neither rustfmt nor clippy.
+for tool in fmt clippy; do
+    if ! "$cargo" "$tool" --version >/dev/null 2>&1; then
+        rustup=$(dirname "$cargo")/rustup
+        [ -x "$rustup" ] || rustup=rustup
+        echo "==> installing the $tool component"
+        "$rustup" component add "$([ "$tool" = fmt ] && echo rustfmt || echo clippy)"
+    fi
+done
+
 echo "==> cargo fmt --check"
-cargo fmt --all -- --check
+"$cargo" fmt --all -- --check
 echo "==> cargo clippy"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+"$cargo" clippy --workspace --all-targets --quiet -- -D warnings
 echo "==> cargo build (the black-box tests run the built binaries)"
-cargo build --workspace --quiet
+"$cargo" build --workspace --quiet
 echo "==> cargo test"
+mkdir -p target
 set +e
-cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
+"$cargo" test --workspace --no-fail-fast 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
 set -e
 echo "==> summary"

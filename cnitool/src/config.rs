@@ -201,28 +201,13 @@ impl NetworkList {
     /// Load a `.conflist` file and the `<dir>/<name>/*.conf` plugin files
     /// that belong to it.
     pub fn from_file(path: &Path) -> Result<NetworkList> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            Error::config(format!(
-                "error reading {}: {}",
-                path.display(),
-                skel::io_text(&e)
-            ))
-        })?;
+        let bytes = read_file(path)?;
         let mut list = NetworkList::from_bytes(&bytes)
             .map_err(|e| e.context(format!("load {}", path.display())))?;
         if !list.load_only_inlined_plugins {
             let dir = path.parent().unwrap_or(Path::new(".")).join(&list.name);
             for file in conf_files(&dir, &["conf"])? {
-                let bytes = std::fs::read(&file).map_err(|e| {
-                    Error::config(format!(
-                        "error reading {}: {}",
-                        file.display(),
-                        skel::io_text(&e)
-                    ))
-                })?;
-                let conf = PluginConf::from_bytes(&bytes)
-                    .map_err(|e| e.context(format!("load {}", file.display())))?;
-                list.plugins.push(conf);
+                list.plugins.push(plugin_conf_file(&file)?);
             }
         }
         if list.plugins.is_empty() {
@@ -264,15 +249,7 @@ impl NetworkList {
             )));
         }
         for file in &singles {
-            let bytes = std::fs::read(file).map_err(|e| {
-                Error::config(format!(
-                    "error reading {}: {}",
-                    file.display(),
-                    skel::io_text(&e)
-                ))
-            })?;
-            let conf = PluginConf::from_bytes(&bytes)
-                .map_err(|e| e.context(format!("load {}", file.display())))?;
+            let conf = plugin_conf_file(file)?;
             if conf.name == name {
                 return NetworkList::from_single(&conf)
                     .map_err(|e| e.context(format!("load {}", file.display())));
@@ -351,6 +328,23 @@ fn conf_files(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
+}
+
+/// A config file's bytes; the error names the file.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Error::config(format!(
+            "error reading {}: {}",
+            path.display(),
+            skel::io_text(&e)
+        ))
+    })
+}
+
+/// A single-plugin config file (`.conf`, `.json`).
+fn plugin_conf_file(path: &Path) -> Result<PluginConf> {
+    PluginConf::from_bytes(&read_file(path)?)
+        .map_err(|e| e.context(format!("load {}", path.display())))
 }
 
 fn opt_string(obj: &Map<String, Value>, key: &str) -> std::result::Result<String, String> {

@@ -359,6 +359,24 @@ impl PluginRun {
     }
 }
 
+/// The host-local lease files in `dir` (entries named by an IP address)
+/// as sorted `(name, content)` pairs; none when `dir` does not exist.
+pub fn lease_files(dir: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = entries
+        .map(|e| e.unwrap())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().unwrap();
+            name.parse::<std::net::IpAddr>().ok()?;
+            Some((name, std::fs::read_to_string(e.path()).unwrap()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

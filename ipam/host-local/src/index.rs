@@ -6,15 +6,18 @@
 //! Files, in `<dataDir>/.host-local/<network>/`:
 //! - `owners/<fnv64(key) mod 64, 2 hex digits>`: a bucket, JSON
 //!   `{"<lease content>": ["ip", ...], ...}`;
-//! - `stamp`: `v2 <dir inode> <dir mtime s> <ns>`, the network directory
-//!   as we last left it (see [`Store::seal`]).
+//! - `stamp`: `v3 <boot id> <dir inode> <dir mtime s> <ns> <dir ctime s>
+//!   <ns>`, the network directory as we last left it (see [`Store::seal`]).
 //!
 //! The index is trusted only while the directory still carries our seal.
 //! Any create or unlink there since — a lease taken or released by the Go
 //! plugin, a crash half-way through one of our updates, an index that does
 //! not exist yet — breaks the seal, and the index is rebuilt from the
-//! leases themselves before use. Every address the index yields is also
-//! checked against its lease file.
+//! leases themselves before use. So does a reboot: the buckets and the
+//! stamp are overwritten in place without `fsync`, and after a power loss
+//! the stamp may have reached the disk while a bucket written before it
+//! did not. Every address the index yields is also checked against its
+//! lease file.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -38,13 +41,26 @@ pub struct Index {
     stamp: PathBuf,
     /// Owner files changed by this call, written by [`Index::commit`].
     dirty: BTreeMap<PathBuf, OwnerFile>,
+    /// This boot's ID: a stamp written before a reboot is not trusted.
+    boot: String,
     /// Whether this call had to rebuild the index.
     pub rebuilt: bool,
 }
 
 /// Fixed width, so that overwriting the stamp in place never shrinks it.
-fn stamp_text(d: DirStamp) -> String {
-    format!("v2 {:020} {:020} {:010}\n", d.ino, d.mtime, d.mtime_nsec)
+fn stamp_text(boot: &str, d: DirStamp) -> String {
+    format!(
+        "v3 {boot} {:020} {:020} {:010} {:020} {:010}\n",
+        d.ino, d.mtime, d.mtime_nsec, d.ctime, d.ctime_nsec
+    )
+}
+
+/// The kernel's random ID of this boot; empty without procfs (then the
+/// stamp is only as good as the directory's times).
+fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn read_owner_file(path: &Path) -> Result<OwnerFile, Error> {
@@ -63,9 +79,10 @@ impl Index {
             owners: store.state_dir().join("owners"),
             stamp: store.state_dir().join("stamp"),
             dirty: BTreeMap::new(),
+            boot: boot_id(),
             rebuilt: false,
         };
-        let want = stamp_text(store.dir_stamp()?);
+        let want = stamp_text(&index.boot, store.dir_stamp()?);
         let have = fs::read_to_string(&index.stamp).unwrap_or_default();
         if have != want {
             index.rebuild(store)?;
@@ -190,7 +207,7 @@ impl Index {
         // longer matches; if it somehow still does, drop it first.
         if !self.dirty.is_empty() {
             let sealed = fs::read_to_string(&self.stamp).unwrap_or_default();
-            if sealed == stamp_text(store.dir_stamp()?) {
+            if sealed == stamp_text(&self.boot, store.dir_stamp()?) {
                 self.invalidate();
             }
         }
@@ -200,7 +217,14 @@ impl Index {
             let text = serde_json::to_vec(&map).unwrap_or_default();
             Store::write_in_place(&path, &text, true)?;
         }
-        let text = stamp_text(store.seal()?);
+        let sealed = store.seal()?;
+        if !sealed.is_seal() {
+            // The clock went back between the last change and the seal,
+            // onto the sealed mtime: such a stamp would not prove anything.
+            self.invalidate();
+            return Ok(());
+        }
+        let text = stamp_text(&self.boot, sealed);
         Store::write_in_place(&self.stamp, text.as_bytes(), false)
     }
 

@@ -63,12 +63,22 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The network directory's identity and modification time.
+/// The network directory's identity, modification and change times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DirStamp {
     pub ino: u64,
     pub mtime: i64,
     pub mtime_nsec: i64,
+    pub ctime: i64,
+    pub ctime_nsec: i64,
+}
+
+impl DirStamp {
+    /// Whether this can be a seal: a create or unlink sets mtime and ctime
+    /// to the same instant, a seal leaves mtime behind ctime.
+    pub fn is_seal(&self) -> bool {
+        (self.mtime, self.mtime_nsec) != (self.ctime, self.ctime_nsec)
+    }
 }
 
 /// An open, locked network directory. The lock is released when dropped.
@@ -160,14 +170,19 @@ impl Store {
             ino: m.ino(),
             mtime: m.mtime(),
             mtime_nsec: m.mtime_nsec(),
+            ctime: m.ctime(),
+            ctime_nsec: m.ctime_nsec(),
         })
     }
 
     /// Mark the directory as "as we left it": set its mtime to one second
-    /// before its current value. Every later create or unlink in it (by
-    /// us or by the Go plugin) sets the mtime to the current time, which
-    /// can never equal this past value, whatever the timestamp
-    /// granularity of the kernel, so the mark proves that nothing changed.
+    /// before its current value (which also sets its ctime to now). Every
+    /// later create or unlink in it (by us or by the Go plugin) sets both
+    /// mtime and ctime to the current time, so the pair can never again be
+    /// the sealed one, whose mtime is behind its ctime, whatever the
+    /// timestamp granularity and even if the clock is stepped back onto
+    /// the sealed mtime (the mtime alone would then match: plausible with
+    /// one-second timestamps). The mark proves that nothing changed.
     pub fn seal(&self) -> Result<DirStamp, Error> {
         let m = fs::metadata(&self.net_dir).map_err(|e| Error::io("stat", &self.net_dir, &e))?;
         let past = m

@@ -1,3 +1,5 @@
+use std::fs::File;
+
 use testsupport::TempDir;
 
 use super::*;
@@ -77,5 +79,51 @@ fn a_lost_stamp_means_rebuild() {
     Index::load(&mut s).unwrap().invalidate();
     assert!(Index::load(&mut s).unwrap().rebuilt);
     fs::write(d.join(".host-local/net1/stamp"), "junk").unwrap();
+    assert!(Index::load(&mut s).unwrap().rebuilt);
+}
+
+#[test]
+fn a_foreign_change_that_lands_on_the_sealed_mtime_still_forces_a_rebuild() {
+    // With one-second timestamps (ext4 with 128-byte inodes, ext3) and a
+    // wall clock stepped back by a second or so, the Go plugin's create
+    // gives the directory exactly the mtime our seal set. Simulate that
+    // by putting the sealed mtime back after the create.
+    let d = TempDir::new("hl-index");
+    let mut s = Store::open(d.path(), "net1").unwrap();
+    Index::load(&mut s).unwrap().commit(&mut s).unwrap();
+    assert!(!Index::load(&mut s).unwrap().rebuilt);
+    let sealed = fs::metadata(d.join("net1")).unwrap().modified().unwrap();
+
+    fs::write(d.join("net1/10.240.0.3"), "g1\r\neth0").unwrap();
+    File::open(d.join("net1"))
+        .unwrap()
+        .set_times(fs::FileTimes::new().set_modified(sealed))
+        .unwrap();
+
+    let index = Index::load(&mut s).unwrap();
+    assert!(
+        index.rebuilt,
+        "a directory changed since the seal was trusted"
+    );
+    assert_eq!(
+        index.lookup(&s, "g1\r\neth0").unwrap(),
+        vec![ip("10.240.0.3")]
+    );
+}
+
+#[test]
+fn a_stamp_from_an_earlier_boot_is_not_trusted() {
+    // After a power loss the stamp (overwritten in place, no fsync) can be
+    // on disk while a bucket written just before it is not.
+    let d = TempDir::new("hl-index");
+    let mut s = Store::open(d.path(), "net1").unwrap();
+    Index::load(&mut s).unwrap().commit(&mut s).unwrap();
+    assert!(!Index::load(&mut s).unwrap().rebuilt);
+    let stamp = d.join(".host-local/net1/stamp");
+    let text = fs::read_to_string(&stamp).unwrap();
+    let boot = boot_id();
+    assert!(!boot.is_empty() && text.contains(&boot), "{text:?}");
+    let other = "00000000-0000-0000-0000-000000000000";
+    fs::write(&stamp, stamp_text(other, s.dir_stamp().unwrap())).unwrap();
     assert!(Index::load(&mut s).unwrap().rebuilt);
 }

@@ -75,17 +75,7 @@ impl Net {
 
     /// Lease files and their contents, sorted.
     fn leases(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = fs::read_dir(self.dir.join("net1"))
-            .unwrap()
-            .map(|e| e.unwrap())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().unwrap();
-                name.parse::<IpAddr>().ok()?;
-                Some((name, fs::read_to_string(e.path()).unwrap()))
-            })
-            .collect();
-        out.sort();
-        out
+        testsupport::lease_files(&self.dir.join("net1"))
     }
 }
 

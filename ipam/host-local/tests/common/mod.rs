@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use testsupport::{Call, PluginRun};
@@ -65,19 +64,7 @@ pub fn addresses(result: &serde_json::Value) -> Vec<String> {
 
 /// Lease files (name, content) of `<dataDir>/net1`, sorted.
 pub fn leases(data_dir: &Path) -> Vec<(String, String)> {
-    let Ok(entries) = fs::read_dir(data_dir.join("net1")) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(String, String)> = entries
-        .map(|e| e.unwrap())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().unwrap();
-            name.parse::<IpAddr>().ok()?;
-            Some((name, fs::read_to_string(e.path()).unwrap()))
-        })
-        .collect();
-    out.sort();
-    out
+    testsupport::lease_files(&data_dir.join("net1"))
 }
 
 /// Random bytes from the kernel (no rand crate).
