@@ -50,6 +50,16 @@ impl Error {
         Error::new(code::INTERNAL, msg)
     }
 
+    /// An invalid configuration value or combination (code 7).
+    pub fn config(msg: impl Into<String>) -> Self {
+        Error::new(code::INVALID_NETWORK_CONFIG, msg)
+    }
+
+    /// Undecodable input (code 6).
+    pub fn decode(msg: impl Into<String>) -> Self {
+        Error::new(code::DECODING_FAILURE, msg)
+    }
+
     /// Prefix the message with what was being done, keeping code and details.
     pub fn context(mut self, what: impl fmt::Display) -> Self {
         self.msg = format!("{what}: {}", self.msg);

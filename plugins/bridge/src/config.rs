@@ -84,8 +84,12 @@ impl Config {
             }
         };
         let mtu = f.int("mtu")?.unwrap_or(0);
-        let mtu = u32::try_from(mtu)
-            .map_err(|_| Error::config(format!("invalid MTU {mtu} (must not be negative)")))?;
+        let mtu = u32::try_from(mtu).map_err(|_| {
+            Error::config(format!(
+                "invalid MTU {mtu} (must be between 0 and {})",
+                u32::MAX
+            ))
+        })?;
         let vlan = f.int("vlan")?.unwrap_or(0);
         if !(0..=4094).contains(&vlan) {
             return Err(Error::config(format!(
@@ -290,8 +294,13 @@ fn select_mac(f: &Fields, cni_args: &str) -> Result<Option<[u8; 6]>, Error> {
 /// as Go's `net.ParseMAC` accepts for Ethernet.
 pub fn parse_mac(s: &str) -> Result<[u8; 6], Error> {
     let bad = || Error::config(format!("address {s}: invalid MAC address"));
+    // Only ASCII hex digits: `from_str_radix` would take a sign (`+f`), and
+    // slicing a multi-byte character below would panic.
+    if !s.is_ascii() {
+        return Err(bad());
+    }
     let hex = |t: &str| -> Result<u8, Error> {
-        if t.len() != 2 {
+        if t.len() != 2 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         u8::from_str_radix(t, 16).map_err(|_| bad())
@@ -382,54 +391,67 @@ mod tests {
 
     #[test]
     fn reference_errors() {
-        assert_eq!(
-            msg(r#"{"name":"n","vlan":4095}"#),
-            "invalid VLAN ID 4095 (must be between 0 and 4094)"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlan":-1}"#),
-            "invalid VLAN ID -1 (must be between 0 and 4094)"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"minID":0,"maxID":3}]}"#),
-            "incorrect trunk minID parameter"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"minID":1,"maxID":4095}]}"#),
-            "incorrect trunk maxID parameter"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"minID":9,"maxID":3}]}"#),
-            "minID is greater than maxID in trunk parameter"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"maxID":3}]}"#),
-            "minID and maxID should be configured simultaneously, minID is missing"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"minID":3}]}"#),
-            "minID and maxID should be configured simultaneously, maxID is missing"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlanTrunk":[{"id":0}]}"#),
-            "incorrect trunk id parameter"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","vlan":5,"vlanTrunk":[{"id":7}]}"#),
-            "cannot set vlan and vlanTrunk at the same time"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","ipMasqBackend":"pf"}"#),
-            "unknown ipmasq backend \"pf\""
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","portIsolation":"true"}"#),
-            "failed to load netconf: json: cannot unmarshal string into Go struct field NetConf.portIsolation of type bool"
-        );
-        assert_eq!(
-            msg(r#"{"name":"n","runtimeConfig":{"mac":"zz:00:00:00:00:01"}}"#),
-            "address zz:00:00:00:00:01: invalid MAC address"
-        );
+        let cases = [
+            (
+                r#"{"name":"n","vlan":4095}"#,
+                "invalid VLAN ID 4095 (must be between 0 and 4094)",
+            ),
+            (
+                r#"{"name":"n","vlan":-1}"#,
+                "invalid VLAN ID -1 (must be between 0 and 4094)",
+            ),
+            (
+                r#"{"name":"n","mtu":-1}"#,
+                "invalid MTU -1 (must be between 0 and 4294967295)",
+            ),
+            (
+                r#"{"name":"n","mtu":4294967296}"#,
+                "invalid MTU 4294967296 (must be between 0 and 4294967295)",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"minID":0,"maxID":3}]}"#,
+                "incorrect trunk minID parameter",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"minID":1,"maxID":4095}]}"#,
+                "incorrect trunk maxID parameter",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"minID":9,"maxID":3}]}"#,
+                "minID is greater than maxID in trunk parameter",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"maxID":3}]}"#,
+                "minID and maxID should be configured simultaneously, minID is missing",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"minID":3}]}"#,
+                "minID and maxID should be configured simultaneously, maxID is missing",
+            ),
+            (
+                r#"{"name":"n","vlanTrunk":[{"id":0}]}"#,
+                "incorrect trunk id parameter",
+            ),
+            (
+                r#"{"name":"n","vlan":5,"vlanTrunk":[{"id":7}]}"#,
+                "cannot set vlan and vlanTrunk at the same time",
+            ),
+            (
+                r#"{"name":"n","ipMasqBackend":"pf"}"#,
+                "unknown ipmasq backend \"pf\"",
+            ),
+            (
+                r#"{"name":"n","portIsolation":"true"}"#,
+                "failed to load netconf: json: cannot unmarshal string into Go struct field NetConf.portIsolation of type bool",
+            ),
+            (
+                r#"{"name":"n","runtimeConfig":{"mac":"zz:00:00:00:00:01"}}"#,
+                "address zz:00:00:00:00:01: invalid MAC address",
+            ),
+        ];
+        for (json, want) in cases {
+            assert_eq!(msg(json), want, "{json}");
+        }
     }
 
     #[test]
@@ -492,5 +514,19 @@ mod tests {
         assert!(parse_mac("02:00:00:00:00").is_err());
         assert!(parse_mac("02:00:00:00:00:00:00:00").is_err());
         assert!(parse_mac("02:00-00:00:00:00").is_err());
+    }
+
+    #[test]
+    fn mac_garbage_is_an_error_not_a_panic() {
+        // 14 bytes with a dot at 4, but 'é' straddles the 2-byte split.
+        assert!(parse_mac("0é0.0000.0000").is_err());
+        assert!(parse_mac("+2:00:00:00:00:01").is_err());
+        assert!(parse_mac("0200.+000.00ff").is_err());
+        let e = Config::parse(
+            br#"{"name":"n","runtimeConfig":{"mac":"0\u00e90.0000.0000"}}"#,
+            "",
+        )
+        .unwrap_err();
+        assert_eq!(e.code, skel::code::INVALID_NETWORK_CONFIG);
     }
 }

@@ -31,7 +31,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     if conf.is_layer3()
         && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
     {
-        errors.push(e.into());
+        errors.push(e);
     }
     if conf.macspoofchk
         && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))
@@ -48,7 +48,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             errors.push(e);
         }
     }
-    Error::join(errors)
+    crate::error::join(errors)
 }
 
 /// Delete `ifname` in the namespace, returning its global addresses; a

@@ -21,9 +21,7 @@
 //! write one `iptables-restore --noflush` batch per address family;
 //! teardown removes every jump to the chain, whatever its source address.
 
-use std::io::Write;
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use skel::types::Cidr;
@@ -450,21 +448,8 @@ pub struct ToolRun {
 }
 
 fn start_tool(tool: &str, args: &[&str], stdin: Option<&str>) -> Result<ToolRun, Error> {
-    let mut cmd = Command::new(tool);
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
+    let child = nft::spawn_tool(tool, args, stdin.map(str::as_bytes))
         .map_err(|e| Error::internal(format!("run {tool}: {}", skel::io_text(&e))))?;
-    if let (Some(data), Some(mut input)) = (stdin, child.stdin.take()) {
-        let _ = input.write_all(data.as_bytes());
-    }
     Ok(ToolRun {
         tool: tool.to_string(),
         child,
@@ -545,7 +530,7 @@ fn ipt_teardown(families: &[IpFamily], o: &Owner) -> Result<(), Error> {
             errors.push(e.context(format!("tear down ip masquerade chain {chain}")));
         }
     }
-    Error::join(errors)
+    crate::error::join(errors)
 }
 
 // ------------------------------------------------------------------ entry points
@@ -595,7 +580,7 @@ pub fn setup_finish(started: Started) -> Result<(), Error> {
                 .filter_map(|r| r.wait().err())
                 .map(|e| e.context("set up ip masquerade"))
                 .collect();
-            Error::join(errors)
+            crate::error::join(errors)
         }
     }
 }
@@ -631,7 +616,7 @@ pub fn teardown(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Result<(
             }
         }
     }
-    Error::join(errors)
+    crate::error::join(errors)
 }
 
 /// Verify every address has its masquerade rule.
@@ -711,7 +696,7 @@ pub fn gc(
             }
         }
     }
-    Error::join(errors)
+    crate::error::join(errors)
 }
 
 #[cfg(test)]

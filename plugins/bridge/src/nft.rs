@@ -1,6 +1,8 @@
 //! Running the `nft` binary: one JSON batch per write (`nft -j -f -`, a
 //! single kernel transaction), and JSON listings of one table for reads.
 //! JSON on both sides means no quoting problems with names or comments.
+//! [`spawn_tool`] starts any firewall helper; the iptables tools of
+//! [`crate::masq`] share it.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -38,23 +40,33 @@ pub struct Running {
 /// released the transaction's objects (an RCU grace period, several ms),
 /// so waiting for it last hides most of that.
 pub fn start(args: &[&str], stdin: Option<&[u8]>) -> Result<Running, NftError> {
-    let mut cmd = Command::new("nft");
-    cmd.args(args)
+    let child = spawn_tool("nft", args, stdin)
+        .map_err(|e| NftError::Unavailable(format!("run nft: {}", skel::io_text(&e))))?;
+    Ok(Running { child })
+}
+
+/// Start a firewall helper (`nft`, `iptables-restore`, ...) with `args`,
+/// `stdin` written to it and closed, stdout and stderr captured.
+pub fn spawn_tool(
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> std::io::Result<std::process::Child> {
+    let mut child = Command::new(tool)
+        .args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| NftError::Unavailable(format!("run nft: {}", skel::io_text(&e))))?;
+        .stderr(Stdio::piped())
+        .spawn()?;
     if let (Some(data), Some(mut input)) = (stdin, child.stdin.take()) {
-        // A write error shows up as nft's own failure below.
+        // A write error shows up as the tool's own failure.
         let _ = input.write_all(data);
     }
-    Ok(Running { child })
+    Ok(child)
 }
 
 impl Running {

@@ -235,6 +235,16 @@ fn gc_removes_rules_of_stale_attachments() {
     b.delete();
     // GC removes spoof-check rules only once the host veth is gone.
     assert!(eventually(|| ports(&host).len() == 1), "{:?}", ports(&host));
+    // Without cni.dev/valid-attachments nothing is known to be stale:
+    // every rule and lease stays.
+    host.call("GC", &conf, "", "", "").ok();
+    let rules = host.sh(&["nft", "list", "ruleset"]);
+    assert!(
+        rules.contains("id: a") && rules.contains("id: b"),
+        "{rules}"
+    );
+    assert!(rules.contains("cni-br-iface-b-eth0"), "{rules}");
+    assert_eq!(host.leases().len(), 2, "{:?}", host.leases());
     let mut gc = conf.clone();
     gc["cni.dev/valid-attachments"] = json!([{"containerID": "a", "ifname": "eth0"}]);
     host.call("GC", &gc, "", "", "").ok();
