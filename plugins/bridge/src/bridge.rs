@@ -107,7 +107,15 @@ pub fn create_veth(
                 }
                 return Err(ifname_taken(ifname, &name));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // The pair exists if only the lookup sent with the create
+                // failed; the random host name is ours, so remove it (the
+                // kernel takes the container end with it).
+                if let Ok(Some(l)) = host.find_link(&name) {
+                    let _ = host.delete_link(&l);
+                }
+                return Err(e.into());
+            }
         }
     }
     Err(Error::internal(
@@ -291,10 +299,15 @@ pub fn ensure_vlan_interface(
         }
         Err(e) => return Err(e.context(format!("failed to create vlan gateway {name:?}"))),
     };
-    set_port_vlans(host, &port, vlan, None, preserve_default)?;
-    let l = host.link_by_name(&name)?;
-    host.set_up(&l)?;
-    Ok(l)
+    // A half-configured gateway interface would be reused by every later
+    // ADD, so remove it when configuring it fails.
+    let configured = set_port_vlans(host, &port, vlan, None, preserve_default)
+        .and_then(|()| Ok(host.link_by_name(&name)?))
+        .and_then(|l| host.set_up(&l).map(|()| l).map_err(Error::from));
+    if configured.is_err() {
+        let _ = host.delete_link(&port);
+    }
+    configured
 }
 
 /// `ip_forward` / `ipv6 all.forwarding` to 1, written only when needed.
