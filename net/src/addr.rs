@@ -155,11 +155,28 @@ impl Netlink {
 
     /// Addresses of `link` (of every link when `None`), both families.
     pub fn addrs(&self, link: Option<&Link>) -> Result<Vec<Addr>> {
+        self.dump_addrs(link, 0)
+    }
+
+    /// Addresses of one family (IPv6 when `ipv6`) of `link` (of every link
+    /// when `None`). Cheaper than [`Netlink::addrs`] under load: recent
+    /// kernels (6.9 on) dump one family's addresses under RCU, while an
+    /// `AF_UNSPEC` dump still takes the RTNL lock and so waits behind every
+    /// link change of the host; on a bridge with hundreds of ports the
+    /// kernel's IPv6 duplicate address detection for new ports holds it for
+    /// milliseconds at a time.
+    pub fn addrs_of_family(&self, link: Option<&Link>, ipv6: bool) -> Result<Vec<Addr>> {
+        self.dump_addrs(link, if ipv6 { AF_INET6 } else { AF_INET })
+    }
+
+    /// `RTM_GETADDR` dump of `family` (0: every family).
+    fn dump_addrs(&self, link: Option<&Link>, family: u8) -> Result<Vec<Addr>> {
         let op = match link {
             Some(l) => format!("list addresses of {}", l.name),
             None => "list addresses".to_string(),
         };
         let mut h = [0u8; 8];
+        h[0] = family;
         if let Some(l) = link {
             // Kernels with strict checking dump only this link's addresses
             // instead of every address of the namespace.
@@ -171,6 +188,7 @@ impl Netlink {
             .iter()
             .filter_map(|b| Addr::from_body(b))
             .filter(|a| link.is_none_or(|l| l.index == a.index))
+            .filter(|a| family == 0 || family_of(&a.addr.ip()) == family)
             .collect())
     }
 

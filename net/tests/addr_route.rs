@@ -60,6 +60,20 @@ fn addresses_add_list_delete() {
     let ip = a.stdout(&["ip", "-o", "addr", "show", "dev", l.name.as_str()]);
     assert!(ip.contains("10.240.7.2/24 brd 10.240.7.255"), "{ip}");
 
+    // Per-family listings hold only that family, with every address this
+    // test added (the kernel may add a link-local address meanwhile).
+    for (ipv6, ours) in [
+        (false, &["10.240.7.2/24"][..]),
+        (true, &["fd40:7::2/64", "fd40:8::2/64"][..]),
+    ] {
+        let one = nl.addrs_of_family(Some(&l), ipv6).unwrap();
+        assert!(one.iter().all(|x| x.addr.is_ipv6() == ipv6), "{one:?}");
+        assert!(one.iter().all(|x| x.index == l.index), "{one:?}");
+        for want in ours {
+            assert!(one.iter().any(|x| x.addr == net(want)), "{want}: {one:?}");
+        }
+    }
+
     nl.settle_addrs(&l, std::time::Duration::from_secs(5))
         .unwrap();
     let settled = nl.addrs(Some(&l)).unwrap();

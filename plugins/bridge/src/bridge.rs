@@ -233,7 +233,14 @@ pub fn ensure_gateway_addrs(
     gateways: &[IpNetwork],
     force: bool,
 ) -> Result<bool, Error> {
-    let existing = host.addrs(Some(link))?;
+    // Only the gateways' families, each dumped on its own: a per-family
+    // dump does not wait for the RTNL lock (see `addrs_of_family`).
+    let mut existing = Vec::new();
+    for ipv6 in [false, true] {
+        if gateways.iter().any(|g| g.is_ipv6() == ipv6) {
+            existing.extend(host.addrs_of_family(Some(link), ipv6)?);
+        }
+    }
     let mut added = false;
     for gw in gateways {
         let same_family: Vec<_> = existing
