@@ -64,7 +64,9 @@ pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Resul
             .stderr(Stdio::inherit())
             .spawn();
         match spawned {
-            Err(e) if e.raw_os_error() == Some(libc_etxtbsy()) && attempt < 5 => {
+            Err(e)
+                if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) && attempt < 5 =>
+            {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
@@ -125,10 +127,6 @@ fn exit_text(status: std::process::ExitStatus) -> String {
         (None, Some(s)) => format!("signal: {s}"),
         _ => "unknown exit status".to_string(),
     }
-}
-
-const fn libc_etxtbsy() -> i32 {
-    26
 }
 
 /// Delegate ADD and parse the result. A result without `cniVersion` is
