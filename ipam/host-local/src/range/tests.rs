@@ -290,7 +290,11 @@ fn every_starting_point_gives_each_address_once() {
     for last in starts {
         let mut got = turn(&s, Some(last), 1000);
         if s.contains(ip(last)) && !s.range_for(ip(last)).is_ok_and(|r| r.gateway == ip(last)) {
-            assert_eq!(got.last().map(String::as_str), Some(last), "turn ends on {last}");
+            assert_eq!(
+                got.last().map(String::as_str),
+                Some(last),
+                "turn ends on {last}"
+            );
         }
         got.sort();
         assert_eq!(got, every, "starting after {last}");
