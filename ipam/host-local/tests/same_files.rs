@@ -128,6 +128,30 @@ enum Name {
     Link,
 }
 
+const TEXTS: [Text; 11] = [
+    Text::Plain,
+    Text::Newline,
+    Text::Crlf,
+    Text::LeadingSpace,
+    Text::TrailingSpace,
+    Text::Tab,
+    Text::LeadingZero,
+    Text::Mapped,
+    Text::Upper,
+    Text::Zone,
+    Text::Garbage,
+];
+
+const NAMES: [Name; 7] = [
+    Name::Plain,
+    Name::Upper,
+    Name::Mapped,
+    Name::LeadingZero,
+    Name::Dir,
+    Name::Sub,
+    Name::Link,
+];
+
 const CONTENTS: &[&[u8]] = &[
     b"other\r\neth0",
     b"c1\r\neth0",
@@ -260,32 +284,10 @@ fn same_outcome(c: &Case) {
 /// Each class at least once, whatever the random cases pick.
 #[test]
 fn every_listed_difference_reads_the_same() {
-    let texts = [
-        Text::Plain,
-        Text::Newline,
-        Text::Crlf,
-        Text::LeadingSpace,
-        Text::TrailingSpace,
-        Text::Tab,
-        Text::LeadingZero,
-        Text::Mapped,
-        Text::Upper,
-        Text::Zone,
-        Text::Garbage,
-    ];
-    let names = [
-        Name::Plain,
-        Name::Upper,
-        Name::Mapped,
-        Name::LeadingZero,
-        Name::Dir,
-        Name::Sub,
-        Name::Link,
-    ];
     let mut cases = Vec::new();
     // Every way of writing last_reserved_ip, on every network, with two
     // of its addresses each (a different two for each way).
-    for (k, t) in texts.into_iter().enumerate() {
+    for (k, t) in TEXTS.into_iter().enumerate() {
         for (net, n) in NETS.iter().enumerate() {
             let last = n.addrs.len() - 1;
             for j in 0..2 {
@@ -301,7 +303,7 @@ fn every_listed_difference_reads_the_same() {
     }
     // Every lease name with every content, where the ADD looks first
     // (the first two candidates of the last set), on one network each.
-    for (k, name) in names.into_iter().enumerate() {
+    for (k, name) in NAMES.into_iter().enumerate() {
         for content in 0..CONTENTS.len() {
             let net = (k + content) % NETS.len();
             let set = NETS[net].addrs.len() - 1;
@@ -325,35 +327,6 @@ fn every_listed_difference_reads_the_same() {
     assert!(failures.is_empty(), "{failures}");
 }
 
-fn text_kind() -> impl Strategy<Value = Text> {
-    proptest::sample::select(vec![
-        Text::Plain,
-        Text::Newline,
-        Text::Crlf,
-        Text::LeadingSpace,
-        Text::TrailingSpace,
-        Text::Tab,
-        Text::LeadingZero,
-        Text::Mapped,
-        Text::Upper,
-        Text::Zone,
-        Text::Garbage,
-    ])
-}
-
-fn name_kind() -> impl Strategy<Value = Name> {
-    proptest::sample::select(vec![
-        Name::Plain,
-        Name::Plain,
-        Name::Upper,
-        Name::Mapped,
-        Name::LeadingZero,
-        Name::Dir,
-        Name::Sub,
-        Name::Link,
-    ])
-}
-
 fn case() -> impl Strategy<Value = Case> {
     (0..NETS.len())
         .prop_flat_map(|net| {
@@ -361,10 +334,21 @@ fn case() -> impl Strategy<Value = Case> {
             (
                 Just(net),
                 proptest::collection::vec(
-                    proptest::option::weighted(0.7, (0usize..16, text_kind())),
+                    proptest::option::weighted(
+                        0.7,
+                        (0usize..16, proptest::sample::select(&TEXTS[..])),
+                    ),
                     sets,
                 ),
-                proptest::collection::vec((0..sets, 0usize..16, name_kind(), 0usize..16), 0..8),
+                proptest::collection::vec(
+                    (
+                        0..sets,
+                        0usize..16,
+                        proptest::sample::select(&NAMES[..]),
+                        0usize..16,
+                    ),
+                    0..8,
+                ),
             )
         })
         .prop_map(|(net, seeds, leases)| Case { net, seeds, leases })

@@ -138,27 +138,15 @@ fn scan_lists_only_address_names() {
 fn last_reserved_is_read_as_go_reads_it() {
     let d = TempDir::new("hl-store");
     let s = open(&d);
-    let cases: &[(&[u8], Option<&str>)] = &[
-        (b"10.240.0.5", Some("10.240.0.5")),
-        // Go's net.ParseIP gets the raw content: any white space, and the
-        // file holds no address.
-        (b"10.240.0.5\n", None),
-        (b"10.240.0.5\r\n", None),
-        (b" 10.240.0.5", None),
-        (b"010.240.0.5", None),
-        (b"::ffff:10.240.0.5", Some("10.240.0.5")),
-        (b"FD40::5", Some("fd40::5")),
-        (b"fd40::5%eth0", None),
-        (b"", None),
-    ];
-    for (text, want) in cases {
+    // Go's net.ParseIP gets the raw content: with any white space the file
+    // holds no address (gotext's tests list the rest of the language).
+    for (text, want) in [
+        ("10.240.0.5", Some("10.240.0.5")),
+        ("10.240.0.5\n", None),
+        ("::ffff:10.240.0.5", Some("10.240.0.5")),
+    ] {
         fs::write(d.join("net1/last_reserved_ip.0"), text).unwrap();
-        assert_eq!(
-            s.last_reserved(0),
-            want.map(ip),
-            "{:?}",
-            String::from_utf8_lossy(text)
-        );
+        assert_eq!(s.last_reserved(0), want.map(ip), "{text:?}");
     }
 }
 

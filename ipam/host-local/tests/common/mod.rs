@@ -5,7 +5,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use testsupport::{Call, PluginRun};
@@ -46,9 +46,8 @@ pub fn run(bin: &Path, cmd: &str, id: &str, stdin: &str) -> PluginRun {
     call(cmd, id, "eth0").stdin(stdin).run(bin)
 }
 
-/// Like [`run`], but a call still running after `bound` is killed and
-/// fails the test, so that a hang cannot hang the test run.
-pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration) -> PluginRun {
+/// Start `bin` as a runtime does, config on stdin, without waiting.
+pub fn spawn(bin: &Path, cmd: &str, id: &str, stdin: &str) -> Child {
     let mut child = Command::new(bin)
         .env_clear()
         .env("CNI_COMMAND", cmd)
@@ -56,6 +55,7 @@ pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration
         .env("CNI_NETNS", "/proc/self/ns/net")
         .env("CNI_IFNAME", "eth0")
         .env("CNI_PATH", "/nonexistent")
+        .env("CNI_ARGS", "")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -63,6 +63,13 @@ pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration
         .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
     // Configs are far smaller than a pipe buffer: this write never blocks.
     let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    child
+}
+
+/// Like [`run`], but a call still running after `bound` is killed and
+/// fails the test, so that a hang cannot hang the test run.
+pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration) -> PluginRun {
+    let mut child = spawn(bin, cmd, id, stdin);
     let deadline = Instant::now() + bound;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
