@@ -442,9 +442,19 @@ fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
     if !f.metadata().ok()?.is_file() {
         return None;
     }
+    // Leases are tiny: one read into a small buffer, no size hint (this
+    // runs once per lease when the index is rebuilt).
     let mut buf = Vec::new();
-    f.take(max as u64 + 1).read_to_end(&mut buf).ok()?;
-    (buf.len() <= max).then_some(buf)
+    let mut chunk = [0u8; 512];
+    loop {
+        match (&f).read(&mut chunk) {
+            Ok(0) => return Some(buf),
+            Ok(n) if buf.len() + n <= max => buf.extend_from_slice(&chunk[..n]),
+            Ok(_) => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// The taken addresses in `dir`. Costs one `readdir`, no file is opened.
@@ -479,7 +489,7 @@ pub fn walk_leases(dir: &Path) -> Result<Walk, Error> {
 
 fn walk_into(entries: fs::ReadDir, prefix: &str, walk: &mut Walk) {
     let mut entries: Vec<fs::DirEntry> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
+    entries.sort_by_cached_key(|e| e.file_name());
     for entry in entries {
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         walk.nested |= is_dir;
