@@ -4,9 +4,10 @@
 use std::net::IpAddr;
 
 use crate::error::Error;
+use crate::gotext::ip_string;
 use crate::index::Index;
 use crate::range::{Range, RangeSet};
-use crate::store::{Scan, Store, lease_key, legacy_key, scan_dir};
+use crate::store::{Scan, Store, lease_key, legacy_key, scan_dir, walk_order};
 
 /// One address handed out by this call.
 #[derive(Debug, Clone, Copy)]
@@ -55,11 +56,15 @@ pub fn get(
             (ip, range)
         }
         None => {
+            // One walk in the reference finds both kinds of lease; the
+            // first one in walk order inside this set is named.
             let mut held = index.lookup(store, &key)?;
             held.extend(index.lookup(store, &legacy_key(owner.container_id))?);
-            if let Some(ip) = held.into_iter().find(|ip| set.contains(*ip)) {
+            held.sort_by(|a, b| walk_order(&a.path, &b.path));
+            if let Some(f) = held.into_iter().find(|f| set.contains(f.ip)) {
                 return Err(Error::config(format!(
-                    "{ip} has been allocated to {}, duplicate allocation is not allowed",
+                    "{} has been allocated to {}, duplicate allocation is not allowed",
+                    ip_string(f.ip),
                     owner.container_id
                 )));
             }
@@ -83,7 +88,7 @@ pub fn get(
         }
     };
     if let Err(e) = index
-        .add(&key, ip)
+        .add(&key, &ip_string(ip))
         .and_then(|_| store.set_last_reserved(idx, ip))
     {
         let _ = store.release(ip);

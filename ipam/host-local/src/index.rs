@@ -5,7 +5,8 @@
 //!
 //! Files, in `<dataDir>/.host-local/<network>/`:
 //! - `owners/<fnv64(key) mod 64, 2 hex digits>`: a bucket, JSON
-//!   `{"<lease content>": ["ip", ...], ...}`;
+//!   `{"<lease content>": ["<lease path>", ...], ...}`, a path being
+//!   relative to the network directory (normally just the address);
 //! - `stamp`: `v3 <boot id> <dir inode> <dir mtime s> <ns> <dir ctime s>
 //!   <ns>`, the network directory as we last left it (see [`Store::seal`]).
 //!
@@ -13,7 +14,9 @@
 //! Any create or unlink there since — a lease taken or released by the Go
 //! plugin, a crash half-way through one of our updates, an index that does
 //! not exist yet — breaks the seal, and the index is rebuilt from the
-//! leases themselves before use. So does a reboot: the buckets and the
+//! leases themselves before use. Subdirectories in the network directory
+//! (the reference walks them) are outside the seal: while there are any,
+//! the index is rebuilt on every call. So does a reboot: the buckets and the
 //! stamp are overwritten in place without `fsync`, and after a power loss
 //! the stamp may have reached the disk while a bucket written before it
 //! did not. Every address the index yields is also checked against its
@@ -22,11 +25,10 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::store::{DirStamp, Store, fnv64, scan_dir};
+use crate::store::{DirStamp, LeaseFile, Store, fnv64, lease_path_ip, walk_leases, walk_order};
 
 type OwnerFile = BTreeMap<String, Vec<String>>;
 
@@ -45,6 +47,8 @@ pub struct Index {
     boot: String,
     /// Whether this call had to rebuild the index.
     pub rebuilt: bool,
+    /// Whether the lease files include some the seal does not cover.
+    unsealable: bool,
 }
 
 /// Fixed width, so that overwriting the stamp in place never shrinks it.
@@ -81,6 +85,7 @@ impl Index {
             dirty: BTreeMap::new(),
             boot: boot_id(),
             rebuilt: false,
+            unsealable: false,
         };
         let want = stamp_text(&index.boot, store.dir_stamp()?);
         let have = fs::read_to_string(&index.stamp).unwrap_or_default();
@@ -103,19 +108,18 @@ impl Index {
         let mut fresh: BTreeMap<PathBuf, OwnerFile> = (0..BUCKETS)
             .map(|b| (self.owners.join(format!("{b:02x}")), OwnerFile::new()))
             .collect();
-        for ip in scan_dir(store.net_dir())?.taken {
-            let Some(key) = store.read_lease(ip)? else {
-                continue;
-            };
+        let walk = walk_leases(store.net_dir())?;
+        self.unsealable = walk.nested;
+        for file in walk.files {
             // An empty file (a writer of the reference plugin that died
             // before writing) belongs to nobody; GC removes it.
-            if key.is_empty() {
+            let Some(key) = store.read_lease(&file.path).filter(|k| !k.is_empty()) else {
                 continue;
-            }
+            };
             let path = self.owner_path(&key);
-            let ips = fresh.entry(path).or_default().entry(key).or_default();
-            ips.push(ip.to_string());
-            ips.sort();
+            let paths = fresh.entry(path).or_default().entry(key).or_default();
+            paths.push(file.path);
+            paths.sort();
         }
         // Anything else in owners/ is not ours to keep.
         if let Ok(entries) = fs::read_dir(&self.owners) {
@@ -143,46 +147,48 @@ impl Index {
         Ok(self.dirty.entry(path).or_default())
     }
 
-    /// Addresses whose lease content is exactly `key`, each confirmed by
-    /// reading its lease file.
-    pub fn lookup(&self, store: &Store, key: &str) -> Result<Vec<IpAddr>, Error> {
+    /// Lease files whose content is exactly `key`, each confirmed by
+    /// reading it, in the reference's walk order.
+    pub fn lookup(&self, store: &Store, key: &str) -> Result<Vec<LeaseFile>, Error> {
         let path = self.owner_path(key);
         let map = match self.dirty.get(&path) {
             Some(m) => m.clone(),
             None => read_owner_file(&path)?,
         };
-        let mut out = Vec::new();
-        for ip in map.get(key).into_iter().flatten() {
-            let Ok(ip) = ip.parse::<IpAddr>() else {
-                continue;
-            };
-            if store.read_lease(ip)?.is_some_and(|content| content == key) {
-                out.push(ip);
-            }
-        }
+        let mut out: Vec<LeaseFile> = map
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|path| {
+                let ip = lease_path_ip(path)?;
+                (store.read_lease(path)? == key).then(|| LeaseFile {
+                    path: path.clone(),
+                    ip,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| walk_order(&a.path, &b.path));
         Ok(out)
     }
 
-    /// Record a lease we created.
-    pub fn add(&mut self, key: &str, ip: IpAddr) -> Result<(), Error> {
-        let path = self.owner_path(key);
-        let ips = self.owner_file(path)?.entry(key.to_string()).or_default();
-        let name = ip.to_string();
-        if !ips.contains(&name) {
-            ips.push(name);
-            ips.sort();
+    /// Record a lease file we created.
+    pub fn add(&mut self, key: &str, path: &str) -> Result<(), Error> {
+        let bucket = self.owner_path(key);
+        let paths = self.owner_file(bucket)?.entry(key.to_string()).or_default();
+        if !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
+            paths.sort();
         }
         Ok(())
     }
 
-    /// Forget a lease we removed.
-    pub fn remove(&mut self, key: &str, ip: IpAddr) -> Result<(), Error> {
-        let path = self.owner_path(key);
-        let map = self.owner_file(path)?;
-        let name = ip.to_string();
-        if let Some(ips) = map.get_mut(key) {
-            ips.retain(|i| *i != name);
-            if ips.is_empty() {
+    /// Forget a lease file we removed.
+    pub fn remove(&mut self, key: &str, path: &str) -> Result<(), Error> {
+        let bucket = self.owner_path(key);
+        let map = self.owner_file(bucket)?;
+        if let Some(paths) = map.get_mut(key) {
+            paths.retain(|p| p != path);
+            if paths.is_empty() {
                 map.remove(key);
             }
         }
@@ -216,6 +222,10 @@ impl Index {
             // would cost a new inode.
             let text = serde_json::to_vec(&map).unwrap_or_default();
             Store::write_in_place(&path, &text, true)?;
+        }
+        if self.unsealable {
+            self.invalidate();
+            return Ok(());
         }
         let sealed = store.seal()?;
         if !sealed.is_seal() {

@@ -6,14 +6,15 @@
 //! Data path: skel → [`plugin`] (ADD/DEL/CHECK/GC/STATUS) → [`config`]
 //! (decoding and validation, with [`range`] for canonicalisation) →
 //! [`alloc`] (one range set) → [`store`] (the only module touching lease
-//! files) and [`index`] (who holds what, so lookups stay O(1) as the
-//! network fills). [`dns`] reads `resolvConf`; [`error`] maps our errors to
-//! CNI codes.
+//! files, read through [`gotext`] exactly as the Go plugin reads them) and
+//! [`index`] (who holds what, so lookups stay O(1) as the network fills).
+//! [`dns`] reads `resolvConf`; [`error`] maps our errors to CNI codes.
 
 pub mod alloc;
 pub mod config;
 pub mod dns;
 pub mod error;
+pub mod gotext;
 pub mod index;
 pub mod plugin;
 pub mod range;

@@ -12,8 +12,9 @@ use crate::alloc::{self, Lease, Owner};
 use crate::config::IpamConfig;
 use crate::dns;
 use crate::error::Error;
+use crate::gotext::ip_string;
 use crate::index::Index;
-use crate::store::{Store, lease_key, legacy_key, scan_dir};
+use crate::store::{Store, lease_key, legacy_key, scan_dir, walk_leases};
 
 /// The plugin: skel calls one method per CNI command.
 pub struct HostLocal;
@@ -118,7 +119,7 @@ fn allocate_all(
     // of (ID, ifname), including those of an earlier, successful ADD.
     let rollback = |store: &mut Store, index: &mut Index, leases: &[Lease]| {
         for l in leases {
-            if store.release(l.ip).is_ok() && index.remove(&key, l.ip).is_err() {
+            if store.release(l.ip).is_ok() && index.remove(&key, &ip_string(l.ip)).is_err() {
                 index.invalidate();
             }
         }
@@ -153,16 +154,16 @@ fn del(args: &CmdArgs) -> Result<Reply, Error> {
         return Ok(Reply::None);
     };
     let mut key = lease_key(&args.container_id, &args.ifname);
-    let mut ips = index.lookup(&store, &key)?;
-    if ips.is_empty() {
+    let mut files = index.lookup(&store, &key)?;
+    if files.is_empty() {
         key = legacy_key(&args.container_id);
-        ips = index.lookup(&store, &key)?;
+        files = index.lookup(&store, &key)?;
     }
     let mut errors = Vec::new();
-    for ip in ips {
-        match store.release(ip) {
+    for f in files {
+        match store.release_path(&f.path) {
             Ok(_) => {
-                if let Err(e) = index.remove(&key, ip) {
+                if let Err(e) = index.remove(&key, &f.path) {
                     index.invalidate();
                     errors.push(e.to_string());
                 }
@@ -250,14 +251,14 @@ fn gc(args: &CmdArgs) -> Result<Reply, Error> {
     };
     store.clean_tmp()?;
     let mut errors = Vec::new();
-    for ip in scan_dir(store.net_dir())?.taken {
-        let Some(content) = store.read_lease(ip)? else {
+    for f in walk_leases(store.net_dir())?.files {
+        let Some(content) = store.read_lease(&f.path) else {
             continue;
         };
         let keep = keys.contains(&content) || (!content.contains("\r\n") && ids.contains(&content));
         if !keep {
-            eprintln!("host-local: gc: releasing {ip} held by {content:?}");
-            if let Err(e) = store.release(ip) {
+            eprintln!("host-local: gc: releasing {} held by {content:?}", f.path);
+            if let Err(e) = store.release_path(&f.path) {
                 errors.push(e.to_string());
             }
         }

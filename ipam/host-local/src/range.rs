@@ -173,7 +173,17 @@ impl RawRange {
                 // IPv4 leaves out the broadcast address; IPv6 keeps the
                 // all-ones address, exactly like the reference.
                 let last = to_u128(network) | subnet.host_mask();
-                from_u128(if v4 { last - 1 } else { last }, v4)
+                let end = from_u128(if v4 { last - 1 } else { last }, v4);
+                // Only an IPv4 rangeStart on the broadcast address gets
+                // here. The reference accepts it and then counts upwards
+                // past the subnet, handing out addresses of other networks;
+                // such a range is empty, so refuse it.
+                if to_u128(start) > to_u128(end) {
+                    return Err(format!(
+                        "RangeStart {start} is after the default RangeEnd {end} of network {subnet}"
+                    ));
+                }
+                end
             }
         };
         Ok(Range {
@@ -200,14 +210,26 @@ impl Range {
             || other.contains(self.end)
     }
 
+    /// Addresses from start to end inclusive (0 for a range that
+    /// `canonicalize` would have refused, end before start).
+    pub fn size(&self) -> u128 {
+        to_u128(self.end)
+            .checked_sub(to_u128(self.start))
+            .map_or(0, |d| d.saturating_add(1))
+    }
+
     /// Allocatable addresses: the range minus its gateway.
     pub fn capacity(&self) -> u128 {
-        let size = (to_u128(self.end) - to_u128(self.start)).saturating_add(1);
+        let size = self.size();
         if self.contains(self.gateway) {
             size - 1
         } else {
             size
         }
+    }
+
+    fn is_gateway(&self, v: u128) -> bool {
+        self.gateway.is_ipv4() == self.start.is_ipv4() && to_u128(self.gateway) == v
     }
 }
 
@@ -282,9 +304,11 @@ impl RangeSet {
         let mut it = RangeIter {
             set: self,
             idx: 0,
-            start_range: 0,
-            cur: None,
-            start_ip: None,
+            next: self.0.first().map_or(0, |r| to_u128(r.start)),
+            left: self
+                .0
+                .iter()
+                .fold(0u128, |acc, r| acc.saturating_add(r.size())),
         };
         let found = last.map(canon).and_then(|l| {
             self.0
@@ -294,8 +318,10 @@ impl RangeSet {
         });
         if let Some((i, l)) = found {
             it.idx = i;
-            it.start_range = i;
-            it.cur = Some(l);
+            it.next = l;
+            it.advance();
+        } else {
+            it.skip_empty();
         }
         it
     }
@@ -313,13 +339,48 @@ impl fmt::Display for RangeSet {
     }
 }
 
-/// The reference's `RangeIter`, as a loop instead of recursion.
+/// The reference's `RangeIter`: every address of every range once, in
+/// order, wrapping from the last range to the first.
+///
+/// The reference stops when it comes back to its first candidate. Here
+/// the turn is counted instead: `left` starts at the number of addresses
+/// in the set and every step uses one, so the iterator ends after one turn
+/// whatever the ranges and the starting point look like.
 pub struct RangeIter<'a> {
     set: &'a RangeSet,
+    /// The range holding `next`.
     idx: usize,
-    start_range: usize,
-    cur: Option<u128>,
-    start_ip: Option<u128>,
+    /// The next address to look at.
+    next: u128,
+    /// Addresses left in this turn, the gateways included.
+    left: u128,
+}
+
+impl RangeIter<'_> {
+    /// Step `next` to the following address, into the next non-empty
+    /// range after the end of the current one.
+    fn advance(&mut self) {
+        let r = &self.set.0[self.idx];
+        if self.next >= to_u128(r.end) {
+            self.idx = (self.idx + 1) % self.set.0.len();
+            self.next = to_u128(self.set.0[self.idx].start);
+            self.skip_empty();
+        } else {
+            self.next += 1;
+        }
+    }
+
+    /// Move past ranges without addresses (at most one lap of the set).
+    fn skip_empty(&mut self) {
+        for _ in 0..self.set.0.len() {
+            let r = &self.set.0[self.idx];
+            if r.size() > 0 {
+                return;
+            }
+            self.idx = (self.idx + 1) % self.set.0.len();
+            self.next = to_u128(self.set.0[self.idx].start);
+        }
+    }
 }
 
 impl Iterator for RangeIter<'_> {
@@ -327,41 +388,16 @@ impl Iterator for RangeIter<'_> {
     type Item = (IpAddr, usize);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let n = self.set.0.len();
-        if n == 0 {
-            return None;
-        }
-        loop {
-            let mut r = &self.set.0[self.idx];
-            let v4 = r.start.is_ipv4();
-            match self.cur {
-                None => {
-                    let s = to_u128(r.start);
-                    self.cur = Some(s);
-                    self.start_ip = Some(s);
-                }
-                Some(cur) => {
-                    let next = if cur == to_u128(r.end) {
-                        self.idx = (self.idx + 1) % n;
-                        r = &self.set.0[self.idx];
-                        to_u128(r.start)
-                    } else {
-                        cur.wrapping_add(1)
-                    };
-                    self.cur = Some(next);
-                    match self.start_ip {
-                        None => self.start_ip = Some(next),
-                        Some(s) if self.idx == self.start_range && s == next => return None,
-                        Some(_) => {}
-                    }
-                }
+        while self.left > 0 {
+            self.left -= 1;
+            let (v, idx) = (self.next, self.idx);
+            self.advance();
+            let r = &self.set.0[idx];
+            if !r.is_gateway(v) {
+                return Some((from_u128(v, r.start.is_ipv4()), idx));
             }
-            let cur = self.cur.unwrap_or_default();
-            if cur == to_u128(r.gateway) && r.gateway.is_ipv4() == v4 {
-                continue;
-            }
-            return Some((from_u128(cur, v4), self.idx));
         }
+        None
     }
 }
 

@@ -27,7 +27,11 @@ use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+
 use crate::error::Error;
+use crate::gotext::{ip_string, lease_name_ip, parse_ip, trim_space};
 
 /// Where our own files live, relative to dataDir.
 pub const STATE_DIR: &str = ".host-local";
@@ -45,11 +49,55 @@ pub fn legacy_key(container_id: &str) -> String {
     container_id.trim().to_string()
 }
 
+/// The longest `last_reserved_ip` content that can be an address
+/// (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`).
+const LAST_RESERVED_MAX: usize = 45;
+
+/// Lease contents longer than this belong to nobody. A key is a container
+/// ID and an ifname from the environment, where one string is at most
+/// 128 KiB (`MAX_ARG_STRLEN`).
+const LEASE_MAX: usize = 256 * 1024;
+
 /// What one directory read found.
 #[derive(Debug, Default)]
 pub struct Scan {
-    /// Leased addresses (entries whose name is an IP address).
+    /// Taken addresses: entries of any type named exactly as the address
+    /// (an exclusive create of that name fails, in Go as here).
     pub taken: HashSet<IpAddr>,
+}
+
+/// A file the reference treats as a lease when it looks for an owner's
+/// addresses: any non-directory in the network directory or below whose
+/// name parses as an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseFile {
+    /// Relative to the network directory, `/`-separated.
+    pub path: String,
+    pub ip: IpAddr,
+}
+
+/// What a walk of the network directory found.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// In the order of Go's `filepath.Walk` (lexical, depth first).
+    pub files: Vec<LeaseFile>,
+    /// Whether there are subdirectories. Changes inside them do not touch
+    /// the network directory's times, so the index cannot be sealed.
+    pub nested: bool,
+}
+
+/// The address a lease path names, if the path is one a walk could have
+/// produced: relative, plain components, its last one an address.
+pub fn lease_path_ip(path: &str) -> Option<IpAddr> {
+    if path.split('/').any(|c| matches!(c, "" | "." | "..")) {
+        return None;
+    }
+    parse_ip(path.rsplit('/').next()?.as_bytes())
+}
+
+/// Go's `filepath.Walk` order of two walk paths: component by component.
+pub fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.split('/').cmp(b.split('/'))
 }
 
 /// FNV-1a, 64 bit: stable across builds, unlike std's hasher, because the
@@ -161,7 +209,7 @@ impl Store {
     }
 
     fn lease_path(&self, ip: IpAddr) -> PathBuf {
-        self.net_dir.join(ip.to_string())
+        self.net_dir.join(ip_string(ip))
     }
 
     pub fn dir_stamp(&self) -> Result<DirStamp, Error> {
@@ -196,27 +244,14 @@ impl Store {
         self.dir_stamp()
     }
 
-    /// A lease's trimmed content, or `None` when there is no such lease.
-    pub fn read_lease(&self, ip: IpAddr) -> Result<Option<String>, Error> {
-        let path = self.lease_path(ip);
-        let mut f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("open", &path, &e)),
-        };
-        // Leases are tiny: one read into a small buffer, no stat for a
-        // size hint (this runs once per lease when the index is rebuilt).
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 512];
-        loop {
-            match f.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io("read", &path, &e)),
-            }
-        }
-        Ok(Some(String::from_utf8_lossy(&buf).trim().to_string()))
+    /// The owner recorded in the lease file at `path` (relative to the
+    /// network directory): its content trimmed as Go's `TrimSpace` does.
+    /// `None` when there is no readable regular file there, as the
+    /// reference skips what it cannot read; an owner that is not UTF-8
+    /// can equal no key, and reads as `""` (nobody).
+    pub fn read_lease(&self, path: &str) -> Option<String> {
+        let bytes = read_small(&self.net_dir.join(path), LEASE_MAX)?;
+        Some(String::from_utf8(trim_space(&bytes).to_vec()).unwrap_or_default())
     }
 
     fn temp_path(&mut self) -> PathBuf {
@@ -305,10 +340,9 @@ impl Store {
             // mounts: fall back to the reference's exclusive create,
             // removing the file again if it cannot be completed.
             Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc_errno::EXDEV | libc_errno::EPERM | libc_errno::EOPNOTSUPP)
-                ) =>
+                if [Errno::EXDEV, Errno::EPERM, Errno::EOPNOTSUPP]
+                    .iter()
+                    .any(|n| e.raw_os_error() == Some(*n as i32)) =>
             {
                 let _ = fs::remove_file(&tmp);
                 self.reserve_in_place(ip, key)
@@ -344,7 +378,13 @@ impl Store {
 
     /// Remove the lease `ip`; `false` when it was already gone.
     pub fn release(&self, ip: IpAddr) -> Result<bool, Error> {
-        let path = self.lease_path(ip);
+        self.release_path(&ip_string(ip))
+    }
+
+    /// Remove the lease file at `path` (relative to the network
+    /// directory); `false` when it was already gone.
+    pub fn release_path(&self, path: &str) -> Result<bool, Error> {
+        let path = self.net_dir.join(path);
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -352,11 +392,13 @@ impl Store {
         }
     }
 
-    /// `last_reserved_ip.<set>`; unreadable or garbage means "none", as in
-    /// the reference (round robin just restarts at the range start).
+    /// `last_reserved_ip.<set>` read as the reference reads it: the raw
+    /// content through `net.ParseIP`, so `10.0.0.5\n` is no address.
+    /// Anything else means "none" and round robin restarts at the
+    /// range start, as in the reference.
     pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
-        let text = fs::read_to_string(self.net_dir.join(format!("{LAST_RESERVED}{set}"))).ok()?;
-        text.trim().parse().ok()
+        let path = self.net_dir.join(format!("{LAST_RESERVED}{set}"));
+        parse_ip(&read_small(&path, LAST_RESERVED_MAX)?)
     }
 
     /// Record the last address handed out from set `set`, in the
@@ -364,7 +406,7 @@ impl Store {
     /// the reference does: a torn value only restarts round robin.
     pub fn set_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), Error> {
         let path = self.net_dir.join(format!("{LAST_RESERVED}{set}"));
-        Store::write_in_place(&path, ip.to_string().as_bytes(), false)
+        Store::write_in_place(&path, ip_string(ip).as_bytes(), false)
     }
 
     /// Remove temporary files left by a writer that died: every writer
@@ -387,15 +429,35 @@ impl Drop for Store {
     }
 }
 
-/// Errno values we tell apart (Linux numbering).
-mod libc_errno {
-    pub const EPERM: i32 = 1;
-    pub const EXDEV: i32 = 18;
-    pub const EOPNOTSUPP: i32 = 95;
+/// At most `max` bytes of the regular file at `path`; `None` when it is
+/// missing, unreadable, not a regular file or longer. Opened without
+/// blocking and read with a bound, so a FIFO or a link to `/dev/zero`
+/// under a lease's name cannot stall the call (the reference would hang).
+fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    // Leases are tiny: one read into a small buffer, no size hint (this
+    // runs once per lease when the index is rebuilt).
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        match (&f).read(&mut chunk) {
+            Ok(0) => return Some(buf),
+            Ok(n) if buf.len() + n <= max => buf.extend_from_slice(&chunk[..n]),
+            Ok(_) => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
-/// The leased addresses in `dir`: every entry whose name is an IP address.
-/// Costs one `readdir`, no file is opened.
+/// The taken addresses in `dir`. Costs one `readdir`, no file is opened.
 pub fn scan_dir(dir: &Path) -> Result<Scan, Error> {
     let mut scan = Scan::default();
     let entries = match fs::read_dir(dir) {
@@ -405,11 +467,47 @@ pub fn scan_dir(dir: &Path) -> Result<Scan, Error> {
     };
     for entry in entries {
         let entry = entry.map_err(|e| Error::io("read", dir, &e))?;
-        if let Some(Ok(ip)) = entry.file_name().to_str().map(str::parse::<IpAddr>) {
+        if let Some(ip) = entry.file_name().to_str().and_then(lease_name_ip) {
             scan.taken.insert(ip);
         }
     }
     Ok(scan)
+}
+
+/// Every lease file under `dir`, as the reference's `filepath.Walk` finds
+/// them: sorted by name, depth first, symbolic links not followed into.
+/// Unreadable subdirectories are skipped, as Go's walk callback does.
+pub fn walk_leases(dir: &Path) -> Result<Walk, Error> {
+    let mut walk = Walk::default();
+    match fs::read_dir(dir) {
+        Ok(entries) => walk_into(entries, "", &mut walk),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("read", dir, &e)),
+    }
+    Ok(walk)
+}
+
+fn walk_into(entries: fs::ReadDir, prefix: &str, walk: &mut Walk) {
+    let mut entries: Vec<fs::DirEntry> = entries.flatten().collect();
+    entries.sort_by_cached_key(|e| e.file_name());
+    for entry in entries {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        walk.nested |= is_dir;
+        // A name that is not UTF-8 is no address. Leases below a directory
+        // so named are not seen (Go would see them): paths are strings in
+        // the index.
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let path = format!("{prefix}{name}");
+        if is_dir {
+            if let Ok(sub) = fs::read_dir(entry.path()) {
+                walk_into(sub, &format!("{path}/"), walk);
+            }
+        } else if let Some(ip) = parse_ip(name.as_bytes()) {
+            walk.files.push(LeaseFile { path, ip });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -16,23 +15,6 @@ use testsupport::TempDir;
 const BATCHES: usize = 40;
 const PER_BATCH: usize = 6;
 const MAX_DELAY_US: u32 = 60_000;
-
-fn spawn_add(id: &str, stdin: &str) -> Child {
-    let mut child = Command::new(ours())
-        .env("CNI_COMMAND", "ADD")
-        .env("CNI_CONTAINERID", id)
-        .env("CNI_NETNS", "/proc/self/ns/net")
-        .env("CNI_IFNAME", "eth0")
-        .env("CNI_PATH", "/nonexistent")
-        .env("CNI_ARGS", "")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child
-}
 
 #[test]
 fn sigkill_never_leaves_a_torn_or_unowned_lease() {
@@ -49,7 +31,7 @@ fn sigkill_never_leaves_a_torn_or_unowned_lease() {
         let mut children: Vec<(String, Child)> = (0..PER_BATCH)
             .map(|i| {
                 let id = format!("b{b}c{i}");
-                let child = spawn_add(&id, &c);
+                let child = spawn(&ours(), "ADD", &id, &c);
                 (id, child)
             })
             .collect();

@@ -377,3 +377,54 @@ fn a_long_run_of_taken_addresses_is_skipped() {
         0
     );
 }
+
+#[test]
+fn a_last_reserved_address_with_a_newline_is_no_address() {
+    // Go parses the raw content: "10.240.0.4\n" is no address, and round
+    // robin starts over at the range start.
+    for (content, want) in [
+        ("10.240.0.4\n", "10.240.0.2/29"),
+        ("10.240.0.4\r\n", "10.240.0.2/29"),
+        (" 10.240.0.4", "10.240.0.2/29"),
+        ("10.240.0.04", "10.240.0.2/29"),
+        ("10.240.0.4", "10.240.0.5/29"),
+        ("::ffff:10.240.0.4", "10.240.0.5/29"),
+    ] {
+        let n = Net::new(V4_29);
+        fs::create_dir_all(n.dir.join("net1")).unwrap();
+        fs::write(n.dir.join("net1/last_reserved_ip.0"), content).unwrap();
+        assert_eq!(n.add("c1").unwrap(), [want], "after {content:?}");
+    }
+}
+
+#[test]
+fn leases_under_other_names_count_as_go_counts_them() {
+    let n = Net::new(V4_29);
+    fs::create_dir_all(n.dir.join("net1/sub")).unwrap();
+    // Named by an address, but not by Go's IP.String(): not taken, yet a
+    // lease of its owner for the duplicate check, CHECK and DEL.
+    fs::write(n.dir.join("net1/::ffff:10.240.0.3"), "c1\r\neth0").unwrap();
+    // Go's walk goes into subdirectories.
+    fs::write(n.dir.join("net1/sub/10.240.0.6"), "c4\r\neth0\n").unwrap();
+    assert_eq!(
+        n.add("c1").unwrap_err(),
+        "failed to allocate for range 0: 10.240.0.3 has been allocated to c1, duplicate allocation is not allowed"
+    );
+    assert_eq!(
+        n.add("c4").unwrap_err(),
+        "failed to allocate for range 0: 10.240.0.6 has been allocated to c4, duplicate allocation is not allowed"
+    );
+    assert_eq!(n.add("c2").unwrap(), ["10.240.0.2/29"]);
+    assert_eq!(n.add("c3").unwrap(), ["10.240.0.3/29"]);
+    n.check("c1", "eth0").unwrap();
+    n.check("c4", "eth0").unwrap();
+    n.del("c1", "eth0");
+    n.del("c4", "eth0");
+    assert!(!n.dir.join("net1/::ffff:10.240.0.3").exists());
+    assert!(!n.dir.join("net1/sub/10.240.0.6").exists());
+    assert!(n.check("c4", "eth0").is_err());
+    // A lease written into the subdirectory after our last call is seen:
+    // with subdirectories around, the index is never trusted.
+    fs::write(n.dir.join("net1/sub/10.240.0.5"), "c5\r\neth0").unwrap();
+    n.check("c5", "eth0").unwrap();
+}

@@ -219,3 +219,119 @@ fn ipv6_iteration_is_u128() {
     assert_eq!(it.next().unwrap().0, ip("fd40::2"));
     assert_eq!(s.capacity(), (1u128 << 64) - 2);
 }
+
+/// Up to `cap` candidates, so that an iterator that never ends fails the
+/// test instead of hanging it.
+fn turn(s: &RangeSet, last: Option<&str>, cap: usize) -> Vec<String> {
+    s.iter_from(last.map(ip))
+        .take(cap)
+        .map(|(a, _)| a.to_string())
+        .collect()
+}
+
+#[test]
+fn a_turn_that_starts_in_the_next_range_ends() {
+    // The set: after the end of the last range the turn starts in
+    // range 0. It used to wait for range 1 and the first candidate at the
+    // same time, which never happens, so a full set spun forever.
+    let s = set(&["10.240.10.0/30", "10.240.11.0/30"]);
+    assert_eq!(
+        turn(&s, Some("10.240.11.2"), 100),
+        ["10.240.10.2", "10.240.11.2"]
+    );
+    assert_eq!(
+        turn(&s, Some("10.240.10.2"), 100),
+        ["10.240.11.2", "10.240.10.2"]
+    );
+    let s = set(&["fd40::/126", "fd40:0:0:1::/126", "fd40:0:0:2::/126"]);
+    let all = turn(&s, Some("fd40:0:0:1::3"), 100);
+    assert_eq!(
+        all,
+        [
+            "fd40:0:0:2::2",
+            "fd40:0:0:2::3",
+            "fd40::2",
+            "fd40::3",
+            "fd40:0:0:1::2",
+            "fd40:0:0:1::3"
+        ]
+    );
+}
+
+#[test]
+fn every_starting_point_gives_each_address_once() {
+    // A gateway outside its own range, on an address of another range:
+    // only a range's own gateway is skipped.
+    let gw_outside = RawRange {
+        gateway: Some(ip("10.240.2.5")),
+        ..raw("10.240.3.0/29")
+    };
+    let bounded = RawRange {
+        range_start: Some(ip("10.240.4.0")),
+        range_end: Some(ip("10.240.4.3")),
+        gateway: Some(ip("10.240.4.3")),
+        ..raw("10.240.4.0/29")
+    };
+    let s = RangeSet::canonicalize(&[
+        raw("10.240.1.0/30"),
+        raw("10.240.2.0/29"),
+        gw_outside,
+        bounded,
+    ])
+    .unwrap();
+    let mut every: Vec<String> = turn(&s, None, 1000);
+    every.sort();
+    assert_eq!(every.len() as u128, s.capacity());
+    let mut starts: Vec<&str> = vec!["10.240.9.9", "fd40::1", "10.240.3.7"];
+    let owned: Vec<String> = (0..=7)
+        .flat_map(|h| [1, 2, 3, 4].map(|n| format!("10.240.{n}.{h}")))
+        .collect();
+    starts.extend(owned.iter().map(String::as_str));
+    for last in starts {
+        let mut got = turn(&s, Some(last), 1000);
+        if s.contains(ip(last)) && !s.range_for(ip(last)).is_ok_and(|r| r.gateway == ip(last)) {
+            assert_eq!(
+                got.last().map(String::as_str),
+                Some(last),
+                "turn ends on {last}"
+            );
+        }
+        got.sort();
+        assert_eq!(got, every, "starting after {last}");
+    }
+}
+
+#[test]
+fn a_range_start_on_the_broadcast_address_is_refused() {
+    // The reference accepts it and then hands out 10.240.0.3, 10.240.0.4,
+    // ...: addresses of other networks.
+    let r = RawRange {
+        range_start: Some(ip("10.240.0.3")),
+        ..raw("10.240.0.0/30")
+    };
+    assert_eq!(
+        r.canonicalize().unwrap_err(),
+        "RangeStart 10.240.0.3 is after the default RangeEnd 10.240.0.2 of network 10.240.0.0/30"
+    );
+    // With an explicit end the broadcast address is a valid one-address range.
+    let r = RawRange {
+        range_start: Some(ip("10.240.0.3")),
+        range_end: Some(ip("10.240.0.3")),
+        ..raw("10.240.0.0/30")
+    };
+    let s = RangeSet::canonicalize(&[r]).unwrap();
+    assert_eq!(turn(&s, None, 10), ["10.240.0.3"]);
+}
+
+#[test]
+fn a_range_without_addresses_ends_the_turn() {
+    // Not reachable through canonicalize, but the turn is bounded anyway.
+    let mut r = raw("10.240.0.0/29").canonicalize().unwrap();
+    let good = raw("10.240.1.0/30").canonicalize().unwrap();
+    r.start = ip("10.240.0.5");
+    r.end = ip("10.240.0.4");
+    let s = RangeSet(vec![r, good]);
+    assert_eq!(turn(&s, None, 10), ["10.240.1.2"]);
+    assert_eq!(turn(&s, Some("10.240.1.2"), 10), ["10.240.1.2"]);
+    assert_eq!(RangeSet(vec![]).iter_from(None).count(), 0);
+}

@@ -41,10 +41,7 @@ fn reserve_is_exclusive_and_leaves_no_temporary_files() {
     let mut s = open(&d);
     assert!(s.reserve(ip("10.240.0.2"), "a\r\neth0").unwrap());
     assert!(!s.reserve(ip("10.240.0.2"), "b\r\neth0").unwrap());
-    assert_eq!(
-        s.read_lease(ip("10.240.0.2")).unwrap().as_deref(),
-        Some("a\r\neth0")
-    );
+    assert_eq!(s.read_lease("10.240.0.2").as_deref(), Some("a\r\neth0"));
     assert!(s.reserve(ip("10.240.0.3"), "b\r\neth0").unwrap());
     drop(s);
     assert_eq!(
@@ -67,7 +64,7 @@ fn release_and_last_reserved() {
     assert!(s.reserve(ip("10.240.0.2"), "a\r\neth0").unwrap());
     assert!(s.release(ip("10.240.0.2")).unwrap());
     assert!(!s.release(ip("10.240.0.2")).unwrap());
-    assert_eq!(s.read_lease(ip("10.240.0.2")).unwrap(), None);
+    assert_eq!(s.read_lease("10.240.0.2"), None);
     assert_eq!(s.last_reserved(0), None);
     s.set_last_reserved(0, ip("10.240.0.5")).unwrap();
     assert_eq!(
@@ -135,4 +132,120 @@ fn scan_lists_only_address_names() {
         scan.taken.into_iter().collect::<Vec<_>>(),
         vec![ip("10.240.0.2")]
     );
+}
+
+#[test]
+fn last_reserved_is_read_as_go_reads_it() {
+    let d = TempDir::new("hl-store");
+    let s = open(&d);
+    // Go's net.ParseIP gets the raw content: with any white space the file
+    // holds no address (gotext's tests list the rest of the language).
+    for (text, want) in [
+        ("10.240.0.5", Some("10.240.0.5")),
+        ("10.240.0.5\n", None),
+        ("::ffff:10.240.0.5", Some("10.240.0.5")),
+    ] {
+        fs::write(d.join("net1/last_reserved_ip.0"), text).unwrap();
+        assert_eq!(s.last_reserved(0), want.map(ip), "{text:?}");
+    }
+}
+
+#[test]
+fn odd_files_under_lease_names_never_block() {
+    let d = TempDir::new("hl-store");
+    let s = open(&d);
+    let fifo = d.join("net1/10.240.0.7");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("/dev/zero", d.join("net1/10.240.0.8")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("net1/last_reserved_ip.0")).unwrap();
+    fs::create_dir(d.join("net1/10.240.0.9")).unwrap();
+    fs::write(d.join("net1/10.240.0.10"), vec![b'x'; LEASE_MAX + 1]).unwrap();
+    // Each of these would block or read forever in a plain open + read.
+    for name in ["10.240.0.7", "10.240.0.8", "10.240.0.9", "10.240.0.10"] {
+        assert_eq!(s.read_lease(name), None, "{name}");
+    }
+    assert_eq!(s.last_reserved(0), None);
+    // They still take their address: the name exists.
+    assert_eq!(scan_dir(s.net_dir()).unwrap().taken.len(), 4);
+}
+
+#[test]
+fn lease_owners_are_trimmed_as_go_trims() {
+    let d = TempDir::new("hl-store");
+    let s = open(&d);
+    for (content, owner) in [
+        (&b" c1\r\neth0\r\n"[..], "c1\r\neth0"),
+        ("\u{a0}c1\r\neth0\u{85}".as_bytes(), "c1\r\neth0"),
+        (b"c1\r\neth\xff", ""),
+    ] {
+        fs::write(d.join("net1/10.240.0.2"), content).unwrap();
+        assert_eq!(s.read_lease("10.240.0.2").as_deref(), Some(owner));
+    }
+}
+
+#[test]
+fn only_exact_names_take_an_address() {
+    let d = TempDir::new("hl-store");
+    let s = open(&d);
+    for name in ["FD40::5", "::ffff:10.240.0.5", "fd40:0::6", "10.240.0.7"] {
+        fs::write(d.join("net1").join(name), "x\r\neth0").unwrap();
+    }
+    let mut taken: Vec<IpAddr> = scan_dir(s.net_dir()).unwrap().taken.into_iter().collect();
+    taken.sort();
+    assert_eq!(taken, [ip("10.240.0.7")]);
+}
+
+#[test]
+fn the_walk_sees_what_go_walks() {
+    let d = TempDir::new("hl-store");
+    let s = open(&d);
+    assert!(!walk_leases(s.net_dir()).unwrap().nested);
+    for name in ["10.240.0.5", "FD40::5", "::ffff:10.240.0.6", "README"] {
+        fs::write(d.join("net1").join(name), "x").unwrap();
+    }
+    fs::create_dir_all(d.join("net1/10.240.0.9/sub")).unwrap();
+    fs::write(d.join("net1/10.240.0.9/10.240.0.8"), "x").unwrap();
+    fs::write(d.join("net1/10.240.0.9/sub/fd40::1"), "x").unwrap();
+    fs::write(d.join("net1/10.240.0.9.1"), "x").unwrap();
+    std::os::unix::fs::symlink("10.240.0.9", d.join("net1/10.240.0.4")).unwrap();
+    let walk = walk_leases(s.net_dir()).unwrap();
+    assert!(walk.nested);
+    let got: Vec<(&str, String)> = walk
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.ip.to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("10.240.0.4", "10.240.0.4".to_string()),
+            ("10.240.0.5", "10.240.0.5".into()),
+            ("10.240.0.9/10.240.0.8", "10.240.0.8".into()),
+            ("10.240.0.9/sub/fd40::1", "fd40::1".into()),
+            ("::ffff:10.240.0.6", "10.240.0.6".into()),
+            ("FD40::5", "fd40::5".into()),
+        ]
+    );
+    // "10.240.0.9.1" sorts after "10.240.0.9" but is no address; a walk
+    // path sorts component by component.
+    assert_eq!(
+        walk_order("10.240.0.9/x", "10.240.0.9.1"),
+        std::cmp::Ordering::Less
+    );
+    assert_eq!(lease_path_ip("10.240.0.9/sub/fd40::1"), Some(ip("fd40::1")));
+    for bad in [
+        "../10.240.0.5",
+        "/10.240.0.5",
+        "a/./10.240.0.5",
+        "10.240.0.9/",
+        "",
+    ] {
+        assert_eq!(lease_path_ip(bad), None, "{bad:?}");
+    }
 }

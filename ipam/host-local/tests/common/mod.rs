@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 use std::fs;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use testsupport::{Call, PluginRun};
 
@@ -41,6 +44,60 @@ pub fn call(cmd: &str, id: &str, ifname: &str) -> Call {
 
 pub fn run(bin: &Path, cmd: &str, id: &str, stdin: &str) -> PluginRun {
     call(cmd, id, "eth0").stdin(stdin).run(bin)
+}
+
+/// Start `bin` as a runtime does, config on stdin, without waiting.
+pub fn spawn(bin: &Path, cmd: &str, id: &str, stdin: &str) -> Child {
+    let mut child = Command::new(bin)
+        .env_clear()
+        .env("CNI_COMMAND", cmd)
+        .env("CNI_CONTAINERID", id)
+        .env("CNI_NETNS", "/proc/self/ns/net")
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", "/nonexistent")
+        .env("CNI_ARGS", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+    // Configs are far smaller than a pipe buffer: this write never blocks.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    child
+}
+
+/// Like [`run`], but a call still running after `bound` is killed and
+/// fails the test, so that a hang cannot hang the test run.
+pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration) -> PluginRun {
+    let mut child = spawn(bin, cmd, id, stdin);
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} {cmd} {id} did not return within {bound:?}",
+                bin.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // Both outputs are small enough to sit in their pipes until now.
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut stdout);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    PluginRun {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
 }
 
 /// The addresses of an ADD result of any version.
