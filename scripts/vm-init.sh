@@ -4,7 +4,7 @@
 # kernel_features test binaries, then powers off. The host reads the
 # serial console: libtest's lines, then `vm: done`.
 /bb/busybox --install -s /bb
-export PATH=/usr/sbin:/usr/bin:/bb
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:/bb
 export RUST_BACKTRACE=0
 
 mount -t proc proc /proc

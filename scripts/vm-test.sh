@@ -82,8 +82,8 @@ fetch_kernel() {
     touch "$kdir/.done"
 }
 
-# Module files (relative to the modules dir) of $modules and everything
-# they depend on, dependencies first.
+# Module files (relative to the modules dir) of $modules and of every
+# module they depend on (modules.dep lists the whole closure).
 module_closure() {
     awk -v want="${modules[*]}" '
         BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) top[w[i]] = 1 }
@@ -91,39 +91,36 @@ module_closure() {
             sub(":", "", $1); name = $1; sub(".*/", "", name); sub("\\.ko.*", "", name)
             if (!(name in top)) next
             found[name] = 1
-            for (i = NF; i >= 2; i--) if (!seen[$i]++) print $i
-            if (!seen[$1]++) print $1
+            for (i = 1; i <= NF; i++) if (!seen[$i]++) print $i
         }
         END { for (m in top) if (!(m in found)) { print "missing module " m > "/dev/stderr"; exit 1 } }
     ' "$kdir/lib/modules/$kver/modules.dep"
 }
 
-# Copy a file to the same path under $root, symlinks resolved, and its
-# shared libraries (ldd) likewise.
+# Copy a file to the same path under $root, symlinks resolved; an ELF file
+# with the shared libraries ldd names, at the paths it names.
 add_file() {
-    local src=$1 dst=${2:-$1}
-    [ -e "$root$dst" ] && return
-    mkdir -p "$root$(dirname "$dst")"
-    cp -L "$src" "$root$dst"
+    [ -e "$root$1" ] && return
+    mkdir -p "$root$(dirname "$1")"
+    cp -L "$1" "$root$1"
 }
 add_elf() {
-    local f=$1 lib
-    add_file "$f" "${2:-$f}"
-    while read -r lib; do
-        add_file "$lib" "$(readlink -f "$lib")"
-        add_file "$lib" "$(cd "$(dirname "$lib")" && pwd -P)/$(basename "$lib")"
-    done < <(ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true)
+    local lib
+    add_file "$1"
+    while read -r lib; do add_file "$lib"; done < <(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' || true)
 }
 
 # The executables cargo reports in its JSON messages on stdin, as
-# "name executable" lines.
+# "target-name path" lines.
 executables() {
     grep -o '"target":{[^}]*"name":"[^"]*".*"executable":"[^"]*"' |
         sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1 \2/'
 }
 
-build_initramfs() {
-    local cargo json tests bins key t m
+# Sets bins (the workspace's binaries) and tests (the kernel_features test
+# executables). After scripts/test.sh's build this only asks cargo.
+build() {
+    local cargo json
     cargo=$(find_cargo) || die "cargo not found"
     echo "==> building the plugins and the kernel-feature tests"
     json=$("$cargo" build --workspace --message-format=json --quiet)
@@ -131,26 +128,37 @@ build_initramfs() {
     json=$("$cargo" test --workspace --no-run --message-format=json --quiet)
     tests=$(executables <<<"$json" | awk '$1 == "kernel_features" { print $2 }')
     [ -n "$tests" ] || die "no kernel_features test target found"
+}
 
+# The initramfs tree: busybox, the tools and our binaries at their host
+# paths (tests find the plugins by absolute path), modules, /init.
+stage_root() {
+    local d t m
     root=$vm/root
-    rm -rf "$root" && mkdir -p "$root"
+    rm -rf "$root" && mkdir -p "$root"/{proc,sys,dev,run,tmp,etc,var,bb,usr/{bin,sbin,lib,lib64}}
+    # Same merged-/usr layout as the host, so library paths match.
     for d in bin sbin lib lib64; do
-        [ -L "/$d" ] && ln -s "$(readlink "/$d")" "$root/$d"
+        if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$root/$d"; fi
     done
-    mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,proc,sys,dev,run,tmp,etc,bb}
-    ln -s ../run "$root/var/run" 2>/dev/null || { mkdir -p "$root/var"; ln -s ../run "$root/var/run"; }
+    ln -s ../run "$root/var/run"
     cp /bin/busybox "$root/bb/busybox"
-    for t in "${tools[@]}"; do
-        add_elf "$(command -v "$t")" "$(command -v "$t")"
-    done
+    for t in "${tools[@]}"; do add_elf "$(command -v "$t")"; done
+    # iptables loads its match and target extensions at run time.
     for m in /usr/lib/x86_64-linux-gnu/xtables/*.so; do add_elf "$m"; done
     for m in $bins $tests; do add_elf "$m"; done
-    cp /etc/protocols /etc/services "$root/etc/" 2>/dev/null || true
+    cp /etc/protocols /etc/services "$root/etc/"
     echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
     echo "root:x:0:" >"$root/etc/group"
-    # Kernel modules and a modules.dep for busybox modprobe.
-    local mdir=lib/modules/$kver
-    mkdir -p "$root/usr/$mdir"
+    printf '%s\n' "${modules[@]}" >"$root/etc/vm-modules"
+    printf '%s\n' $tests >"$root/etc/vm-tests"
+    cp scripts/vm-init.sh "$root/init"
+    chmod +x "$root/init"
+}
+
+# The modules and a modules.dep for busybox modprobe inside the VM.
+stage_modules() {
+    local m mdir=lib/modules/$kver
+    mkdir -p "$root/usr/sbin"
     module_closure >"$vm/modules.list"
     while read -r m; do
         mkdir -p "$root/usr/$mdir/$(dirname "$m")"
@@ -159,20 +167,18 @@ build_initramfs() {
     cp "$kdir/$mdir"/modules.{builtin,order} "$root/usr/$mdir/"
     busybox depmod -b "$root/usr" "$kver"
     ln -s /bb/busybox "$root/usr/sbin/modprobe"
-    # Module names in load order: modprobe loads each with its dependencies.
-    printf '%s\n' "${modules[@]}" >"$root/etc/vm-modules"
-    printf '%s\n' $tests >"$root/etc/vm-tests"
-    cp scripts/vm-init.sh "$root/init"
-    chmod +x "$root/init"
+}
 
+# Sets image: the cpio archive of the tree, named by a hash of its content.
+pack() {
+    local key
     key=$(cd "$root" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
     image=$vm/initramfs-$key.cpio
-    if [ ! -f "$image" ]; then
-        echo "==> packing $image"
-        rm -f "$vm"/initramfs-*.cpio
-        (cd "$root" && find . | sort | cpio -o -H newc --quiet) >"$image.tmp"
-        mv "$image.tmp" "$image"
-    fi
+    [ -f "$image" ] && return
+    echo "==> packing $image"
+    rm -f "$vm"/initramfs-*.cpio
+    (cd "$root" && find . | sort | cpio -o -H newc --quiet) >"$image.tmp"
+    mv "$image.tmp" "$image"
 }
 
 boot() {
@@ -218,5 +224,8 @@ boot() {
 
 install_tools
 fetch_kernel
-build_initramfs
+build
+stage_root
+stage_modules
+pack
 boot

@@ -253,12 +253,11 @@ fn gateway_lives_on_the_vlan_interface() {
         serde_json::from_str(&host.sh(&["ip", "-j", "link", "show", "dev", &gw10])).unwrap();
     let peer_name = link[0]["link"].as_str().unwrap_or_else(|| panic!("{link}"));
     assert_eq!(port_vlans(&host, peer_name), [(10, true, true)]);
-    for v6 in [false, true] {
-        let gw = if v6 { "fd40:241:8::1" } else { "10.241.8.1" };
-        assert!(ping(&a, gw), "a reaches its gateway {gw}");
-    }
+    assert!(ping(&a, "10.241.8.1"), "a reaches its gateway");
+    assert!(ping(&b, "fd40:241:8::1"), "b reaches its gateway");
     assert!(ping(&x, "10.241.9.1"), "x reaches its gateway");
-    // The VLAN 20 gateway is not on VLAN 10's segment.
+    // Given an address in VLAN 20's subnet, a still cannot reach VLAN 20's
+    // gateway: the host's replies leave on VLAN 20.
     a.exec(&["ip", "addr", "add", "10.241.9.77/24", "dev", "eth0"]);
     assert!(!ping(&a, "10.241.9.1"), "vlan 20 gateway is isolated");
 }
