@@ -7,11 +7,11 @@
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:/bb
 export RUST_BACKTRACE=0
 
+# Nothing is mounted over /tmp or /run: the initramfs itself is writable,
+# and the test binaries may live there (a clone under /tmp).
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs run /run
-mount -t tmpfs tmp /tmp
 # The kernel loads further modules on demand (nft expressions) through
 # busybox modprobe.
 echo /usr/sbin/modprobe >/proc/sys/kernel/modprobe
@@ -21,7 +21,7 @@ status=0
 for m in $(cat /etc/vm-modules); do
     modprobe "$m" || { echo "vm: failed to load module $m"; status=1; }
 done
-echo "vm: kernel $(uname -r), $(nproc) cpus"
+echo "vm: kernel $(uname -r), $(nproc) cpus, modules loaded at $(cut -d' ' -f1 /proc/uptime)s"
 
 for t in $(cat /etc/vm-tests); do
     echo "vm: running $t"
