@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check CI runs: formatting, clippy, then all three test tiers
-# (unit, root tests in throwaway namespaces, black-box binary tests).
+# (unit, root tests in throwaway namespaces, black-box binary tests), then
+# the kernel-feature tier in a VM (scripts/vm-test.sh).
 # Needs root (the root tiers create network namespaces) and installs the
 # system tools the tests use when they are missing.
 set -euo pipefail
@@ -62,6 +63,16 @@ set +e
 "$cargo" test --workspace --no-fail-fast 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
 set -e
+echo "==> kernel-feature tests in a VM (scripts/vm-test.sh)"
+set +e
+bash scripts/vm-test.sh 2>&1 | tee target/vm-test.log
+vm_status=${PIPESTATUS[0]}
+set -e
 echo "==> summary"
-awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' target/test.log
-exit "$status"
+# The VM tier's closing line; a VM that could not run counts as a failure.
+read -r vm_passed vm_failed < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 }
+    END { print p + 0, f + 0 }' target/vm-test.log)
+[ "$vm_status" = 0 ] || [ "$vm_failed" != 0 ] || vm_failed=1
+awk -v vp="$vm_passed" -v vf="$vm_failed" '/^test result:/ { p += $4; f += $6 }
+    END { printf "%d passed, %d failed\n", p + vp, f + vf }' target/test.log
+[ "$status" = 0 ] && [ "$vm_status" = 0 ]

@@ -1,9 +1,11 @@
-//! Bridge VLAN membership of a port (`bridge vlan add/del/show`), through
-//! `AF_BRIDGE` link messages carrying `IFLA_AF_SPEC`.
+//! Bridge VLANs: membership of a port (`bridge vlan add/del/show`), through
+//! `AF_BRIDGE` link messages carrying `IFLA_AF_SPEC`, and the bridge's own
+//! `vlan_filtering` switch.
 
 use crate::error::Result;
 use crate::link::{
-    AF_BRIDGE, IFLA_AF_SPEC, IFLA_EXT_MASK, Link, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK, ifinfo,
+    AF_BRIDGE, IFLA_AF_SPEC, IFLA_BR_VLAN_FILTERING, IFLA_EXT_MASK, IFLA_INFO_DATA, IFLA_INFO_KIND,
+    IFLA_LINKINFO, Link, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK, ifinfo,
 };
 use crate::netlink::{Msg, NLM_F_DUMP, Netlink, attrs, u16_of, u32_of};
 
@@ -98,5 +100,40 @@ impl Netlink {
             }
         }
         Ok(out)
+    }
+
+    /// Whether the bridge `br` filters frames by VLAN (`vlan_filtering`).
+    /// A kernel without `CONFIG_BRIDGE_VLAN_FILTERING` reports no such
+    /// attribute: `false`.
+    pub fn bridge_vlan_filtering(&self, br: &Link) -> Result<bool> {
+        let replies = self.request(
+            &format!("read vlan_filtering of {}", br.name),
+            Msg::new(RTM_GETLINK, 0, &ifinfo(0, br.index, 0, 0)),
+        )?;
+        let on = replies.iter().filter_map(|b| b.get(16..)).any(|rest| {
+            attrs(rest)
+                .filter(|(k, _)| *k == IFLA_LINKINFO)
+                .flat_map(|(_, info)| attrs(info).filter(|(k, _)| *k == IFLA_INFO_DATA))
+                .flat_map(|(_, data)| attrs(data).filter(|(k, _)| *k == IFLA_BR_VLAN_FILTERING))
+                .any(|(_, v)| v.first().is_some_and(|b| *b != 0))
+        });
+        Ok(on)
+    }
+
+    /// Turn VLAN filtering of the existing bridge `br` on or off
+    /// (`ip link set BR type bridge vlan_filtering 0|1`).
+    pub fn set_bridge_vlan_filtering(&self, br: &Link, on: bool) -> Result<()> {
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, br.index, 0, 0));
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "bridge");
+            m.nest(IFLA_INFO_DATA, |m| {
+                m.u8(IFLA_BR_VLAN_FILTERING, on.into());
+            });
+        });
+        self.request(
+            &format!("set vlan_filtering of {} to {}", br.name, u8::from(on)),
+            m,
+        )
+        .map(drop)
     }
 }

@@ -43,6 +43,9 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
             "{name:?} already exists but is not a bridge"
         ))));
     }
+    if conf.vlan_filtering() {
+        ensure_vlan_filtering(host, &br)?;
+    }
     if conf.promisc_mode && !br.promisc {
         host.set_promisc(&br, true).map_err(|e| {
             fail(Error::from(e).context(format!("could not set promiscuous mode on {name:?}")))
@@ -52,6 +55,35 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
         host.set_up(&br).map_err(|e| fail(e.into()))?;
     }
     Ok(br)
+}
+
+/// VLAN settings need a filtering bridge; one made by someone else may
+/// lack it, and port VLANs on it would isolate nothing (the reference
+/// goes ahead silently). Filtering is turned on for an empty bridge, where
+/// it changes nothing for anyone; a bridge with ports is refused, since
+/// filtering would drop tagged frames those ports may carry.
+fn ensure_vlan_filtering(host: &Netlink, br: &Link) -> Result<(), Error> {
+    if host.bridge_vlan_filtering(br)? {
+        return Ok(());
+    }
+    let ports: Vec<String> = host
+        .links()?
+        .into_iter()
+        .filter(|l| l.master == Some(br.index))
+        .map(|l| l.name)
+        .collect();
+    if ports.is_empty() {
+        return host.set_bridge_vlan_filtering(br, true).map_err(|e| {
+            Error::from(e).context(format!("failed to turn on vlan filtering of {:?}", br.name))
+        });
+    }
+    Err(Error::internal(format!(
+        "bridge {name:?} has VLAN filtering off and ports ({ports}), so vlan and vlanTrunk would \
+         isolate nothing: turn it on (ip link set {name} type bridge vlan_filtering 1) or use \
+         another bridge",
+        name = br.name,
+        ports = ports.join(", ")
+    )))
 }
 
 /// `veth` + 8 random hex digits.
@@ -145,6 +177,11 @@ pub fn configure_port(host: &Netlink, port: &Link, conf: &Config) -> Result<(), 
     )
 }
 
+/// The port's VLANs, as the reference (v1.8+) sets them: unless
+/// `preserve_default`, whatever the port had is removed; the native VLAN
+/// (`vlan`, or 1 on a trunk without one) is the PVID and leaves untagged;
+/// trunk VLANs are tagged. A trunk entry equal to the native VLAN is
+/// skipped: the reference re-adds it tagged, which drops the PVID.
 fn set_port_vlans(
     host: &Netlink,
     port: &Link,
@@ -155,52 +192,36 @@ fn set_port_vlans(
     if vlan == 0 && trunk.is_none() {
         return Ok(());
     }
-    let fail = |e: cni_net::Error| {
-        Error::from(e).context(format!(
-            "failed to setup vlan tag on interface {:?}",
-            port.name
-        ))
+    let fail = |what: &'static str| {
+        move |e: cni_net::Error| {
+            Error::from(e).context(format!("{what} on interface {:?}", port.name))
+        }
     };
     if !preserve_default {
-        for v in host.bridge_vlans(port).map_err(fail)? {
-            host.bridge_vlan_del(port, v.vid).map_err(fail)?;
+        let remove = fail("failed to remove default vlan");
+        for v in host.bridge_vlans(port).map_err(remove)? {
+            host.bridge_vlan_del(port, v.vid).map_err(remove)?;
         }
     }
-    if vlan != 0 {
-        host.bridge_vlan_add(
-            port,
-            &PortVlan {
-                vid: vlan,
-                pvid: true,
-                untagged: true,
-            },
-        )
-        .map_err(fail)?;
-    }
-    if let Some(trunk) = trunk {
-        if vlan == 0 {
-            // Untagged frames of a trunk port stay on the native VLAN 1.
-            host.bridge_vlan_add(
-                port,
-                &PortVlan {
-                    vid: 1,
-                    pvid: true,
-                    untagged: true,
-                },
-            )
-            .map_err(fail)?;
-        }
-        for vid in trunk {
-            host.bridge_vlan_add(
-                port,
-                &PortVlan {
-                    vid: *vid,
-                    pvid: false,
-                    untagged: false,
-                },
-            )
-            .map_err(fail)?;
-        }
+    let (native, what) = if vlan != 0 {
+        (vlan, "failed to setup vlan tag")
+    } else {
+        (1, "failed to setup default native vlan tag")
+    };
+    let access = PortVlan {
+        vid: native,
+        pvid: true,
+        untagged: true,
+    };
+    host.bridge_vlan_add(port, &access).map_err(fail(what))?;
+    for vid in trunk.unwrap_or_default().iter().filter(|v| **v != native) {
+        let tagged = PortVlan {
+            vid: *vid,
+            pvid: false,
+            untagged: false,
+        };
+        host.bridge_vlan_add(port, &tagged)
+            .map_err(fail("failed to setup vlan tag"))?;
     }
     Ok(())
 }

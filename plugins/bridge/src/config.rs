@@ -36,7 +36,7 @@ pub struct Config {
     /// Access VLAN (PVID, untagged); 0 = none.
     pub vlan: u16,
     /// Trunk VLANs (tagged), sorted and deduplicated; `None` when the key
-    /// is absent or empty.
+    /// is absent or empty. With `vlan` set, `vlan` is the native VLAN.
     pub vlan_trunk: Option<Vec<u16>>,
     pub preserve_default_vlan: bool,
     pub macspoofchk: bool,
@@ -101,11 +101,6 @@ impl Config {
             Some(Value::Array(items)) => collect_trunk(items)?,
             Some(other) => return Err(type_error(other, "vlanTrunk", "[]*main.VlanTrunk")),
         };
-        if vlan > 0 && vlan_trunk.is_some() {
-            return Err(Error::config(
-                "cannot set vlan and vlanTrunk at the same time",
-            ));
-        }
         let mac = select_mac(&f, cni_args)?;
         Ok(Config {
             cni_version: f.string("cniVersion", "cniVersion")?.unwrap_or_default(),
@@ -383,6 +378,14 @@ mod tests {
     }
 
     #[test]
+    fn vlan_and_trunk_together() {
+        // Accepted since reference v1.8: `vlan` is the trunk's native VLAN.
+        let c =
+            parse(r#"{"name":"n","vlan":5,"vlanTrunk":[{"id":7},{"minID":5,"maxID":6}]}"#).unwrap();
+        assert_eq!((c.vlan, c.vlan_trunk), (5, Some(vec![5, 6, 7])));
+    }
+
+    #[test]
     fn keys_match_case_insensitively() {
         let c = parse(r#"{"name":"n","Bridge":"brx","ISGATEWAY":true}"#).unwrap();
         assert_eq!(c.bridge, "brx");
@@ -431,10 +434,6 @@ mod tests {
             (
                 r#"{"name":"n","vlanTrunk":[{"id":0}]}"#,
                 "incorrect trunk id parameter",
-            ),
-            (
-                r#"{"name":"n","vlan":5,"vlanTrunk":[{"id":7}]}"#,
-                "cannot set vlan and vlanTrunk at the same time",
             ),
             (
                 r#"{"name":"n","ipMasqBackend":"pf"}"#,

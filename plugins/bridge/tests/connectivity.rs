@@ -1,6 +1,6 @@
 //! Traffic through the bridge: container to container and gateway (IPv4,
 //! dual stack), masquerade to an "outside" namespace with both backends,
-//! VLAN isolation, MAC spoof check, port settings.
+//! MAC spoof check, port settings. VLANs: `kernel_features.rs`.
 
 mod common;
 
@@ -147,15 +147,12 @@ fn masquerade_iptables() {
     masquerade("iptables");
 }
 
+/// On a kernel without `CONFIG_BRIDGE_VLAN_FILTERING` (this CI machine's) a
+/// VLAN ADD fails cleanly. VLANs themselves are tested on a kernel that has
+/// them: `tests/kernel_features.rs`, run in a VM by `scripts/vm-test.sh`.
 #[test]
-fn vlans_isolate_and_trunks_are_configured() {
+fn vlan_without_kernel_support_fails_cleanly() {
     let host = Host::new("vl");
-    let on = |vlan: u16| host.conf("1.0.0", &["10.240.3.0/24"], json!({"vlan": vlan}));
-    let (a, b, x) = (
-        TestNetns::new("vla"),
-        TestNetns::new("vlb"),
-        TestNetns::new("vlx"),
-    );
     let probe = host.ns.exec_output(&[
         "ip",
         "link",
@@ -166,60 +163,22 @@ fn vlans_isolate_and_trunks_are_configured() {
         "vlan_filtering",
         "1",
     ]);
-    if !probe.status.success() {
-        // Kernel without CONFIG_BRIDGE_VLAN_FILTERING: the plugin must fail
-        // cleanly, leaving no veth behind.
-        let r = host.call("ADD", &on(100), "a", a.path(), "eth0");
-        let e = r.err(999);
-        assert!(
-            e["msg"]
-                .as_str()
-                .unwrap()
-                .contains("operation not supported"),
-            "{e}"
-        );
-        assert!(!has_link(&a, "eth0"));
-        eprintln!("kernel lacks bridge VLAN filtering; only the failure path was tested");
+    if probe.status.success() {
+        eprintln!("this kernel has bridge VLAN filtering: see tests/kernel_features.rs");
         return;
     }
-    let ra = host.add(&on(100), "a", &a);
-    let rb = host.add(&on(100), "b", &b);
-    let rx = host.add(&on(200), "x", &x);
-    assert!(ping(&a, &ip_of(&rb, false)), "same vlan talks");
-    assert!(!ping(&a, &ip_of(&rx, false)), "other vlan is isolated");
-    assert!(!ping(&x, &ip_of(&ra, false)), "other vlan is isolated");
-    // The access port carries only VLAN 100 (PVID, untagged).
-    let port_a = ra["interfaces"][1]["name"].as_str().unwrap().to_string();
-    let v = host.sh(&["bridge", "-j", "vlan", "show", "dev", &port_a]);
-    let v: serde_json::Value = serde_json::from_str(&v).unwrap();
-    let vids = &v[0]["vlans"];
-    assert_eq!(vids.as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(vids[0]["vlan"], 100);
-    // Trunk: tagged 300-302 and 310, native VLAN 1.
-    let t = TestNetns::new("vlt");
-    let trunk = host.conf(
-        "1.0.0",
-        &["10.240.3.0/24"],
-        json!({"vlanTrunk": [{"minID": 300, "maxID": 302}, {"id": 310}]}),
+    let a = TestNetns::new("vla");
+    let conf = host.conf("1.0.0", &["10.240.3.0/24"], json!({"vlan": 100}));
+    let e = host.call("ADD", &conf, "a", a.path(), "eth0").err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .contains("operation not supported"),
+        "{e}"
     );
-    let rt = host.add(&trunk, "t", &t);
-    let port_t = rt["interfaces"][1]["name"].as_str().unwrap().to_string();
-    let v = host.sh(&["bridge", "-j", "vlan", "show", "dev", &port_t]);
-    let v: serde_json::Value = serde_json::from_str(&v).unwrap();
-    let mut got: Vec<u64> = v[0]["vlans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|e| {
-            let start = e["vlan"].as_u64().unwrap();
-            let end = e["vlanEnd"].as_u64().unwrap_or(start);
-            start..=end
-        })
-        .collect();
-    got.sort();
-    assert_eq!(got, vec![1, 300, 301, 302, 310], "{v}");
-    let vf = host.sh(&["ip", "-d", "link", "show", &host.bridge]);
-    assert!(vf.contains("vlan_filtering 1"), "{vf}");
+    assert!(!has_link(&a, "eth0"));
+    assert!(host.leases().is_empty(), "{:?}", host.leases());
 }
 
 #[test]
