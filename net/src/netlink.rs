@@ -114,6 +114,12 @@ impl Msg {
         u16::from_ne_bytes([self.buf[6], self.buf[7]])
     }
 
+    /// Add `flags` to the message's flags.
+    pub fn add_flags(&mut self, flags: u16) {
+        let f = self.flags() | flags;
+        self.buf[6..8].copy_from_slice(&f.to_ne_bytes());
+    }
+
     /// Fill in the length and sequence number.
     fn seal(&mut self, seq: u32) {
         let len = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
@@ -410,8 +416,8 @@ impl Conn {
     /// it as one transaction while `sendmsg` runs) and return the errors it
     /// answered, by sequence number, with the sequence numbers used.
     ///
-    /// The last message must ask for an ack: the kernel answers the batch
-    /// in order, so that ack ends the answer. Every answer is queued by the
+    /// The last message that asks for an ack ends the answer: the kernel
+    /// answers the batch in order. Every answer is queued by the
     /// time `sendmsg` returns, so reading never waits; an answer that is
     /// missing is reported rather than waited for.
     pub(crate) fn send_batch(
@@ -427,8 +433,13 @@ impl Conn {
             seqs.push(seq);
             datagram.extend_from_slice(&m.buf);
         }
-        let Some(&last) = seqs.last() else {
-            return Ok((seqs, Vec::new()));
+        let acked = msgs.iter().zip(&seqs).rev();
+        let Some(last) = acked
+            .filter(|(m, _)| m.flags() & NLM_F_ACK != 0)
+            .map(|(_, s)| *s)
+            .next()
+        else {
+            return Err(Error::other(op, "no message of the batch asks for an ack"));
         };
         self.send_bytes(op, &datagram)?;
         let mut refused = Vec::new();
@@ -477,6 +488,8 @@ impl Conn {
     }
 
     fn send_bytes(&self, op: &str, data: &[u8]) -> Result<()> {
+        #[cfg(test)]
+        wire::record(wire::Dir::Sent, data);
         let mut grown = false;
         loop {
             match self.sock.send(data, 0) {
@@ -520,7 +533,11 @@ impl Conn {
             }
             buf.clear();
             match self.sock.recv(&mut *buf, nowait) {
-                Ok(_) => return Ok(Some(buf)),
+                Ok(_) => {
+                    #[cfg(test)]
+                    wire::record(wire::Dir::Received, &buf);
+                    return Ok(Some(buf));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io(op, &e)),
             }
@@ -578,6 +595,44 @@ impl Conn {
             }
         })?;
         Ok((out, interrupted))
+    }
+}
+
+/// Every datagram sent and received by this thread's connections, for
+/// tests that decode them with an independent parser.
+#[cfg(test)]
+pub(crate) mod wire {
+    use std::cell::RefCell;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Dir {
+        Sent,
+        Received,
+    }
+
+    /// Datagrams in the order they passed.
+    pub(crate) type Log = Vec<(Dir, Vec<u8>)>;
+
+    thread_local! {
+        static LOG: RefCell<Option<Log>> = const { RefCell::new(None) };
+    }
+
+    /// Start recording.
+    pub(crate) fn start() {
+        LOG.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    }
+
+    /// Stop recording and return what was recorded.
+    pub(crate) fn take() -> Log {
+        LOG.with(|l| l.borrow_mut().take().unwrap_or_default())
+    }
+
+    pub(super) fn record(dir: Dir, data: &[u8]) {
+        LOG.with(|l| {
+            if let Some(log) = l.borrow_mut().as_mut() {
+                log.push((dir, data.to_vec()));
+            }
+        });
     }
 }
 

@@ -51,7 +51,10 @@ impl Drop for Restore {
     fn drop(&mut self) {
         SWITCHED.with(|d| d.set(d.get().saturating_sub(1)));
         if let Err(e) = setns(&self.0, CloneFlags::CLONE_NEWNET) {
-            eprintln!("fatal: return to original netns: {}", crate::error::errno_text(e));
+            eprintln!(
+                "fatal: return to original netns: {}",
+                crate::error::errno_text(e)
+            );
             std::process::abort();
         }
     }
