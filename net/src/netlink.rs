@@ -273,8 +273,8 @@ pub(crate) struct Conn {
 #[derive(Debug)]
 pub struct Netlink {
     route: Conn,
-    /// The namespace of an [`Netlink::in_netns`] handle, kept to open the
-    /// netfilter socket there later; `None` for the caller's own.
+    /// The namespace of the handle, kept to open the netfilter socket there
+    /// later; `None` for the thread's own.
     netns: Option<File>,
     netfilter: OnceCell<Conn>,
 }
@@ -283,9 +283,16 @@ impl Netlink {
     /// A connection in the calling thread's current namespace (the
     /// plugin's own, "host", namespace).
     pub fn host() -> Result<Netlink> {
+        // Inside netns::run the "current" namespace is not the thread's
+        // own: keep it, to open the netfilter socket there later.
+        let netns = if netns::switched() {
+            Some(netns::current()?)
+        } else {
+            None
+        };
         Ok(Netlink {
             route: Conn::open(NETLINK_ROUTE)?,
-            netns: None,
+            netns,
             netfilter: OnceCell::new(),
         })
     }
@@ -310,23 +317,22 @@ impl Netlink {
         if let Some(c) = self.netfilter.get() {
             return Ok(c);
         }
-        let open = || match Conn::open(NETLINK_NETFILTER) {
-            Err(e) if matches!(e.code(), Some(Errno::EPROTONOSUPPORT | Errno::EAFNOSUPPORT)) => {
-                Err(Error::nft_unavailable(
-                    "open netfilter netlink socket",
-                    e.code().unwrap_or(Errno::EPROTONOSUPPORT),
-                ))
-            }
-            other => other,
+        let open = || {
+            Conn::open(NETLINK_NETFILTER).map_err(|e| match e.code() {
+                Some(code @ (Errno::EPROTONOSUPPORT | Errno::EAFNOSUPPORT)) => {
+                    Error::nft_unavailable("open netfilter netlink socket", code)
+                }
+                _ => e,
+            })
         };
         let conn = match &self.netns {
             Some(ns) => netns::run(ns, open)??,
-            // A host handle used inside netns::run would open its socket in
-            // the wrong namespace.
+            // A handle of the thread's own namespace used inside
+            // netns::run would open its socket in the wrong namespace.
             None if netns::switched() => {
                 return Err(Error::other(
                     "open netfilter netlink socket",
-                    "host connection used inside another namespace",
+                    "connection of the thread's own namespace used inside another",
                 ));
             }
             None => open()?,

@@ -13,7 +13,7 @@ use std::time::Instant;
 use cni_net::nftables::{
     BaseChain, Chain, ChainType, CtState, Family, Hook, L4Proto, Policy, Rule, Table, Transaction,
 };
-use cni_net::{Errno, IpNetwork, Netlink};
+use cni_net::{Errno, IpNetwork, Netlink, netns};
 use serde_json::Value;
 use testsupport::{TestNetns, unique_name};
 
@@ -613,6 +613,23 @@ fn transactions_apply_in_the_namespace_of_the_handle() {
     assert!(nb.nft_table(t).unwrap().is_none());
     assert!(Netlink::host().unwrap().nft_table(t).unwrap().is_none());
     assert!(a.stdout(&["nft", "list", "tables"]).contains(&name));
+
+    // A handle made while switched into `b` stays with `b`.
+    let fb = open(&b);
+    let in_b = netns::run(&fb, Netlink::host).unwrap().unwrap();
+    in_b.nft_transaction(|tx| {
+        tx.add_table(t, None);
+    })
+    .unwrap();
+    assert!(nb.nft_table(t).unwrap().is_some());
+    // A handle of the thread's own namespace, first used for nftables while
+    // switched elsewhere, refuses rather than act on the wrong namespace.
+    let home = Netlink::host().unwrap();
+    let e = netns::run(&fb, || home.nft_table(t)).unwrap().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "open netfilter netlink socket: connection of the thread's own namespace used inside another"
+    );
 }
 
 /// Creating the masquerade table, chains and one attachment's rules: our

@@ -5,29 +5,12 @@
 use crate::error::{Errno, Result};
 use crate::netlink::{Msg, NLM_F_DUMP, Netlink, attrs, be32_of, be64_of, str_of};
 
+use super::attr::*;
 use super::expr::Expr;
 use super::{
     BaseChain, ChainType, Family, GETCHAIN, GETRULE, GETTABLE, Hook, Policy, Rule, Table, msg_type,
     nfgen, udata,
 };
-
-const NFTA_TABLE_NAME: u16 = 1;
-const NFTA_TABLE_HANDLE: u16 = 4;
-const NFTA_TABLE_USERDATA: u16 = 6;
-const NFTA_CHAIN_TABLE: u16 = 1;
-const NFTA_CHAIN_HANDLE: u16 = 2;
-const NFTA_CHAIN_NAME: u16 = 3;
-const NFTA_CHAIN_HOOK: u16 = 4;
-const NFTA_CHAIN_POLICY: u16 = 5;
-const NFTA_CHAIN_TYPE: u16 = 7;
-const NFTA_CHAIN_USERDATA: u16 = 12;
-const NFTA_HOOK_HOOKNUM: u16 = 1;
-const NFTA_HOOK_PRIORITY: u16 = 2;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_USERDATA: u16 = 7;
 
 /// A table as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]

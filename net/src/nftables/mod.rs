@@ -62,6 +62,27 @@ const NEWRULE: u16 = 6;
 const GETRULE: u16 = 7;
 const DELRULE: u16 = 8;
 
+/// Attributes of tables (`NFTA_TABLE_*`), chains, hooks and rules.
+mod attr {
+    pub(super) const NFTA_TABLE_NAME: u16 = 1;
+    pub(super) const NFTA_TABLE_HANDLE: u16 = 4;
+    pub(super) const NFTA_TABLE_USERDATA: u16 = 6;
+    pub(super) const NFTA_CHAIN_TABLE: u16 = 1;
+    pub(super) const NFTA_CHAIN_HANDLE: u16 = 2;
+    pub(super) const NFTA_CHAIN_NAME: u16 = 3;
+    pub(super) const NFTA_CHAIN_HOOK: u16 = 4;
+    pub(super) const NFTA_CHAIN_POLICY: u16 = 5;
+    pub(super) const NFTA_CHAIN_TYPE: u16 = 7;
+    pub(super) const NFTA_CHAIN_USERDATA: u16 = 12;
+    pub(super) const NFTA_HOOK_HOOKNUM: u16 = 1;
+    pub(super) const NFTA_HOOK_PRIORITY: u16 = 2;
+    pub(super) const NFTA_RULE_TABLE: u16 = 1;
+    pub(super) const NFTA_RULE_CHAIN: u16 = 2;
+    pub(super) const NFTA_RULE_HANDLE: u16 = 3;
+    pub(super) const NFTA_RULE_EXPRESSIONS: u16 = 4;
+    pub(super) const NFTA_RULE_USERDATA: u16 = 7;
+}
+
 /// The netlink message type of nf_tables message `msg`.
 fn msg_type(msg: u16) -> u16 {
     (SUBSYS << 8) | msg

@@ -4,6 +4,7 @@
 use crate::error::{Errno, Error, Result};
 use crate::netlink::{Msg, NLA_F_NESTED, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, Netlink};
 
+use super::attr::*;
 use super::{
     Chain, DELCHAIN, DELRULE, DELTABLE, Family, NEWCHAIN, NEWRULE, NEWTABLE, Policy, Rule, SUBSYS,
     Table, check_name, msg_type, nfgen, udata,
@@ -12,22 +13,6 @@ use super::{
 const NFNL_MSG_BATCH_BEGIN: u16 = 16;
 const NFNL_MSG_BATCH_END: u16 = 17;
 const NLM_F_APPEND: u16 = 0x800;
-
-const NFTA_TABLE_NAME: u16 = 1;
-const NFTA_TABLE_USERDATA: u16 = 6;
-const NFTA_CHAIN_TABLE: u16 = 1;
-const NFTA_CHAIN_NAME: u16 = 3;
-const NFTA_CHAIN_HOOK: u16 = 4;
-const NFTA_CHAIN_POLICY: u16 = 5;
-const NFTA_CHAIN_TYPE: u16 = 7;
-const NFTA_CHAIN_USERDATA: u16 = 12;
-const NFTA_HOOK_HOOKNUM: u16 = 1;
-const NFTA_HOOK_PRIORITY: u16 = 2;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_USERDATA: u16 = 7;
 
 /// One change of a transaction.
 #[derive(Debug, Clone)]
