@@ -58,7 +58,7 @@ impl Addr {
     }
 
     /// An address from the body of an `RTM_NEWADDR` message.
-    fn from_body(b: &[u8]) -> Option<Addr> {
+    pub(crate) fn from_body(b: &[u8]) -> Option<Addr> {
         let (family, prefix, hflags, scope) = (*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?);
         let index = u32_of(b.get(4..8)?)?;
         let mut flags = AddrFlags(u32::from(hflags));

@@ -1,5 +1,7 @@
 //! The one error type of this crate: what was being done, to which object,
 //! and why (an errno from the kernel, or a sentence when there is none).
+//! Plugins map it to their CNI error at their own boundary: this crate sits
+//! below the protocol layer and knows nothing of CNI codes.
 
 use std::fmt;
 
@@ -15,6 +17,20 @@ pub struct Error {
     errno: Option<Errno>,
     /// Text used instead of the errno wording (`dump interrupted 5 times`).
     detail: String,
+    kind: ErrorKind,
+}
+
+/// What kind of failure an [`Error`] is, for callers that choose what to do
+/// next by it rather than by its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The kernel refused or failed the operation, or the input was bad.
+    Failed,
+    /// The kernel has no nf_tables (no `NETLINK_NETFILTER`, no nf_tables
+    /// subsystem, or no support for the table family or chain type used):
+    /// a caller may fall back to another firewall backend.
+    NftUnavailable,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -26,6 +42,7 @@ impl Error {
             op: op.into(),
             errno: Some(errno),
             detail: String::new(),
+            kind: ErrorKind::Failed,
         }
     }
 
@@ -35,6 +52,15 @@ impl Error {
             op: op.into(),
             errno: None,
             detail: detail.into(),
+            kind: ErrorKind::Failed,
+        }
+    }
+
+    /// `op` failed with `errno` because nf_tables is not available.
+    pub fn nft_unavailable(op: impl Into<String>, errno: Errno) -> Error {
+        Error {
+            kind: ErrorKind::NftUnavailable,
+            ..Error::errno(op, errno)
         }
     }
 
@@ -80,26 +106,46 @@ impl Error {
     pub fn op(&self) -> &str {
         &self.op
     }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// nf_tables is not available in this kernel (see
+    /// [`ErrorKind::NftUnavailable`]).
+    pub fn is_nft_unavailable(&self) -> bool {
+        self.kind == ErrorKind::NftUnavailable
+    }
+}
+
+/// Go's lowercase wording of an errno (`no such file or directory`), which
+/// the plugins' messages repeat byte for byte.
+pub fn errno_text(e: Errno) -> String {
+    match e {
+        // nix words errno 95 after the BSD socket meaning; Linux (and Go)
+        // say "operation not supported".
+        Errno::EOPNOTSUPP => "operation not supported".to_string(),
+        _ => {
+            let desc = e.desc();
+            let mut c = desc.chars();
+            match c.next() {
+                Some(f) => f.to_lowercase().chain(c).collect(),
+                None => String::new(),
+            }
+        }
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.errno {
-            Some(e) if self.detail.is_empty() => write!(f, "{}: {}", self.op, skel::errno_text(e)),
+            Some(e) if self.detail.is_empty() => write!(f, "{}: {}", self.op, errno_text(e)),
             _ => write!(f, "{}: {}", self.op, self.detail),
         }
     }
 }
 
 impl std::error::Error for Error {}
-
-/// At the plugin boundary every namespace/netlink failure is a plain
-/// error, which the reference reports as code 999.
-impl From<Error> for skel::Error {
-    fn from(e: Error) -> skel::Error {
-        skel::Error::internal(e.to_string())
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -120,7 +166,19 @@ mod tests {
         let e = Error::other("list links", "dump interrupted");
         assert_eq!(e.to_string(), "list links: dump interrupted");
         assert_eq!(e.code(), None);
-        let s: skel::Error = e.into();
-        assert_eq!(s.code, skel::code::INTERNAL);
+        assert_eq!(e.kind(), ErrorKind::Failed);
+        let e = Error::nft_unavailable("open netfilter socket", Errno::EPROTONOSUPPORT);
+        assert!(e.is_nft_unavailable());
+        assert_eq!(
+            e.to_string(),
+            "open netfilter socket: protocol not supported"
+        );
+    }
+
+    #[test]
+    fn errno_wording_is_gos() {
+        assert_eq!(errno_text(Errno::ENOENT), "no such file or directory");
+        assert_eq!(errno_text(Errno::EOPNOTSUPP), "operation not supported");
+        assert_eq!(errno_text(Errno::EEXIST), "file exists");
     }
 }

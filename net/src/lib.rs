@@ -1,6 +1,7 @@
 //! `cni-net`: the one crate that switches network namespaces and talks
-//! netlink (rtnetlink, and a raw connection for nftables), for every
-//! plugin of the suite.
+//! netlink (rtnetlink, and nf_tables over nfnetlink), for every plugin of
+//! the suite. It knows nothing of CNI: plugins map its [`Error`] to their
+//! CNI errors.
 //!
 //! Everything is synchronous for callers. [`netns`] is the only module that
 //! calls `setns`: it runs a short closure inside a namespace and always
@@ -9,9 +10,11 @@
 //! ([`Netlink::in_netns`], socket created while switched) and stays bound
 //! there; requests are plain blocking sends and receives on it.
 //!
-//! Modules: [`netns`], [`netlink`] (connection, message encoding, request
-//! loop and pipelining), [`batch`] (several changes in one round trip), [`link`],
-//! [`bridge_port`] (port VLANs), [`addr`], [`route`], [`sysctl`], [`error`].
+//! Modules: [`netns`], [`netlink`] (connections, message encoding, request
+//! loop, pipelining and nfnetlink batches), [`batch`] (several changes in
+//! one round trip), [`link`], [`bridge_port`] (port VLANs), [`addr`],
+//! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
+//! netlink, in transactions), [`error`].
 //!
 //! ```no_run
 //! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
@@ -24,17 +27,20 @@
 pub mod addr;
 pub mod batch;
 pub mod bridge_port;
+#[cfg(test)]
+mod crosscheck;
 pub mod error;
 pub mod link;
 pub mod netlink;
 pub mod netns;
+pub mod nftables;
 pub mod route;
 pub mod sysctl;
 
 pub use addr::{Addr, AddrFlags};
 pub use batch::Batch;
 pub use bridge_port::PortVlan;
-pub use error::{Errno, Error, Result};
+pub use error::{Errno, Error, ErrorKind, Result};
 pub use ipnetwork::IpNetwork;
 pub use link::{BridgePortOptions, Link, OperState, VethPair, format_mac};
 pub use netlink::Netlink;

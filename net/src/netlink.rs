@@ -1,23 +1,31 @@
-//! The rtnetlink connection: one plain blocking netlink socket bound to one
-//! namespace, with hand-built messages and a synchronous request/ack loop.
+//! Netlink connections: plain blocking sockets bound to one namespace,
+//! hand-built messages ([`Msg`]) and one synchronous request/ack loop, for
+//! every netlink protocol the suite speaks (`NETLINK_ROUTE` for links,
+//! addresses, routes and later tc; `NETLINK_NETFILTER` for nf_tables and
+//! later conntrack).
 //!
-//! The socket is created while the thread is switched into the target
+//! A socket is created while the thread is switched into the target
 //! namespace (through [`crate::netns`]) and keeps that namespace for its
-//! whole life, so no later request needs `setns`.
+//! whole life, so no later request needs `setns`. A [`Netlink`] handle
+//! opens its rtnetlink socket at once and its netfilter socket on first use,
+//! in the same namespace.
 //!
 //! Messages are written and read here byte by byte instead of through
 //! `netlink-packet-route`: the plugins need a handful of message kinds and
 //! attributes, and the generic parser cost about 0.5 MiB of code per binary
 //! and most of the CPU time of a request (it decodes every attribute of
-//! every reply, statistics included). No async runtime is involved: every
-//! call is a fresh process doing a few dozen requests, one after another or
-//! pipelined with [`Netlink::requests`].
+//! every reply, statistics included). The tests decode what we build with
+//! it, so our encoders are checked against an independent one. No async
+//! runtime is involved: every call is a fresh process doing a few dozen
+//! requests, one after another, pipelined ([`crate::Batch`]) or as one
+//! nfnetlink batch ([`crate::nftables`]).
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fs::File;
+use std::os::fd::AsFd;
 
-use rtnetlink::sys::Socket;
-use rtnetlink::sys::protocols::NETLINK_ROUTE;
+use netlink_sys::Socket;
+use netlink_sys::protocols::{NETLINK_NETFILTER, NETLINK_ROUTE};
 
 use crate::error::{Errno, Error, Result};
 use crate::netns;
@@ -40,6 +48,7 @@ const NLA_TYPE_MASK: u16 = 0x3fff;
 
 const MSG_PEEK: i32 = 0x02;
 const MSG_TRUNC: i32 = 0x20;
+const MSG_DONTWAIT: i32 = 0x40;
 
 /// How often a dump the kernel flagged `NLM_F_DUMP_INTR` (the table changed
 /// while it was read) is retried, as the reference's netlinksafe does.
@@ -65,10 +74,17 @@ impl Msg {
     /// `NLM_F_ACK` unless it is a dump) and the family header `header`.
     pub fn new(kind: u16, flags: u16, header: &[u8]) -> Msg {
         let flags = if flags & NLM_F_DUMP == NLM_F_DUMP {
-            NLM_F_REQUEST | flags
+            flags
         } else {
-            NLM_F_REQUEST | NLM_F_ACK | flags
+            NLM_F_ACK | flags
         };
+        Msg::with_flags(kind, flags, header)
+    }
+
+    /// A message with exactly `flags` besides `NLM_F_REQUEST` (no implied
+    /// `NLM_F_ACK`): the parts of a batch that need no answer of their own.
+    pub fn with_flags(kind: u16, flags: u16, header: &[u8]) -> Msg {
+        let flags = NLM_F_REQUEST | flags;
         let mut buf = Vec::with_capacity(128);
         buf.extend_from_slice(&[0; 4]);
         buf.extend_from_slice(&kind.to_ne_bytes());
@@ -80,13 +96,35 @@ impl Msg {
     }
 
     /// The message after its netlink header: family header and attributes.
-    #[cfg(test)]
-    pub(crate) fn body(&self) -> &[u8] {
+    pub fn body(&self) -> &[u8] {
         &self.buf[HEADER_LEN..]
     }
 
-    fn flags(&self) -> u16 {
+    /// The whole message as sent (length and sequence number are filled in
+    /// when it is sent).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    pub fn kind(&self) -> u16 {
+        u16::from_ne_bytes([self.buf[4], self.buf[5]])
+    }
+
+    pub fn flags(&self) -> u16 {
         u16::from_ne_bytes([self.buf[6], self.buf[7]])
+    }
+
+    /// Add `flags` to the message's flags.
+    pub fn add_flags(&mut self, flags: u16) {
+        let f = self.flags() | flags;
+        self.buf[6..8].copy_from_slice(&f.to_ne_bytes());
+    }
+
+    /// Fill in the length and sequence number.
+    fn seal(&mut self, seq: u32) {
+        let len = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
+        self.buf[0..4].copy_from_slice(&len.to_ne_bytes());
+        self.buf[8..12].copy_from_slice(&seq.to_ne_bytes());
     }
 
     pub fn attr(&mut self, kind: u16, data: &[u8]) -> &mut Msg {
@@ -105,6 +143,16 @@ impl Msg {
 
     pub fn u8(&mut self, kind: u16, v: u8) -> &mut Msg {
         self.attr(kind, &[v])
+    }
+
+    /// A big-endian 32-bit attribute (nf_tables' integers).
+    pub fn be32(&mut self, kind: u16, v: u32) -> &mut Msg {
+        self.attr(kind, &v.to_be_bytes())
+    }
+
+    /// A big-endian 64-bit attribute (nf_tables' handles).
+    pub fn be64(&mut self, kind: u16, v: u64) -> &mut Msg {
+        self.attr(kind, &v.to_be_bytes())
     }
 
     /// A NUL-terminated string attribute.
@@ -159,6 +207,14 @@ pub(crate) fn u16_of(d: &[u8]) -> Option<u16> {
     Some(u16::from_ne_bytes(d.get(..2)?.try_into().ok()?))
 }
 
+pub fn be32_of(d: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(d.get(..4)?.try_into().ok()?))
+}
+
+pub fn be64_of(d: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(d.get(..8)?.try_into().ok()?))
+}
+
 /// A string attribute without its terminating NUL.
 pub fn str_of(d: &[u8]) -> String {
     let end = d.iter().position(|b| *b == 0).unwrap_or(d.len());
@@ -166,7 +222,7 @@ pub fn str_of(d: &[u8]) -> String {
 }
 
 /// The messages of one datagram: type, flags, sequence number, body.
-fn messages(mut data: &[u8]) -> impl Iterator<Item = (u16, u16, u32, &[u8])> {
+pub(crate) fn messages(mut data: &[u8]) -> impl Iterator<Item = (u16, u16, u32, &[u8])> {
     std::iter::from_fn(move || {
         if data.len() < HEADER_LEN {
             return None;
@@ -193,9 +249,17 @@ fn i32_of(body: &[u8]) -> i32 {
 /// The bodies of a request's reply messages.
 pub(crate) type Replies = Vec<Vec<u8>>;
 
-/// An rtnetlink connection bound to one network namespace.
+/// A kernel error answered to one message of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub seq: u32,
+    pub errno: Errno,
+}
+
+/// One netlink socket of one protocol, bound to the namespace it was
+/// opened in: sequence numbers, the receive buffer and the request loop.
 #[derive(Debug)]
-pub struct Netlink {
+pub(crate) struct Conn {
     sock: Socket,
     seq: Cell<u32>,
     /// `NETLINK_GET_STRICT_CHK` is on.
@@ -204,22 +268,129 @@ pub struct Netlink {
     buf: RefCell<Vec<u8>>,
 }
 
+/// A netlink connection bound to one network namespace: rtnetlink at once,
+/// netfilter (nf_tables) when first needed.
+#[derive(Debug)]
+pub struct Netlink {
+    route: Conn,
+    /// The namespace of the handle, kept to open the netfilter socket there
+    /// later; `None` for the thread's own.
+    netns: Option<File>,
+    netfilter: OnceCell<Conn>,
+}
+
 impl Netlink {
     /// A connection in the calling thread's current namespace (the
     /// plugin's own, "host", namespace).
     pub fn host() -> Result<Netlink> {
-        connect()
+        // Inside netns::run the "current" namespace is not the thread's
+        // own: keep it, to open the netfilter socket there later.
+        let netns = if netns::switched() {
+            Some(netns::current()?)
+        } else {
+            None
+        };
+        Ok(Netlink {
+            route: Conn::open(NETLINK_ROUTE)?,
+            netns,
+            netfilter: OnceCell::new(),
+        })
     }
 
     /// A connection inside the namespace `ns` (e.g. `args.netns.file()?`).
     pub fn in_netns(ns: &File) -> Result<Netlink> {
-        netns::run(ns, connect)?
+        let route = netns::run(ns, || Conn::open(NETLINK_ROUTE))??;
+        let own = ns
+            .try_clone()
+            .map_err(|e| Error::io("duplicate netns handle", &e))?;
+        Ok(Netlink {
+            route,
+            netns: Some(own),
+            netfilter: OnceCell::new(),
+        })
     }
 
-    /// Send one request and collect the bodies (family header and
-    /// attributes) of its replies. Dumps interrupted by concurrent changes
-    /// are retried.
-    pub(crate) fn request(&self, op: &str, mut msg: Msg) -> Result<Vec<Vec<u8>>> {
+    /// The `NETLINK_NETFILTER` socket, opened in this handle's namespace on
+    /// first use. A kernel without nfnetlink refuses the socket; that is
+    /// [`crate::ErrorKind::NftUnavailable`].
+    pub(crate) fn netfilter(&self) -> Result<&Conn> {
+        if let Some(c) = self.netfilter.get() {
+            return Ok(c);
+        }
+        let open = || {
+            Conn::open(NETLINK_NETFILTER).map_err(|e| match e.code() {
+                Some(code @ (Errno::EPROTONOSUPPORT | Errno::EAFNOSUPPORT)) => {
+                    Error::nft_unavailable("open netfilter netlink socket", code)
+                }
+                _ => e,
+            })
+        };
+        let conn = match &self.netns {
+            Some(ns) => netns::run(ns, open)??,
+            // A handle of the thread's own namespace used inside
+            // netns::run would open its socket in the wrong namespace.
+            None if netns::switched() => {
+                return Err(Error::other(
+                    "open netfilter netlink socket",
+                    "connection of the thread's own namespace used inside another",
+                ));
+            }
+            None => open()?,
+        };
+        Ok(self.netfilter.get_or_init(|| conn))
+    }
+
+    /// Send one rtnetlink request and collect the bodies (family header
+    /// and attributes) of its replies. Dumps interrupted by concurrent
+    /// changes are retried.
+    pub(crate) fn request(&self, op: &str, msg: Msg) -> Result<Replies> {
+        self.route.request(op, msg)
+    }
+
+    /// See [`Conn::pipeline`].
+    pub(crate) fn pipeline(&self, reqs: Vec<(&str, Msg)>) -> Vec<Result<Replies>> {
+        self.route.pipeline(reqs)
+    }
+
+    /// Two pipelined requests and their separate answers.
+    pub(crate) fn request_pair(
+        &self,
+        a: (&str, Msg),
+        b: (&str, Msg),
+    ) -> (Result<Replies>, Result<Replies>) {
+        let mut out = self.pipeline(vec![a, b]).into_iter();
+        let first = out
+            .next()
+            .unwrap_or_else(|| Err(Error::other("netlink", "no answer")));
+        let second = out
+            .next()
+            .unwrap_or_else(|| Err(Error::other("netlink", "no answer")));
+        (first, second)
+    }
+
+    /// Ask the kernel to honour the filters in dump request headers (an
+    /// interface index, say). Kernels without it ignore the option and dump
+    /// everything, so callers filter the replies as well.
+    pub(crate) fn set_strict(&self) {
+        self.route.set_strict();
+    }
+}
+
+impl Conn {
+    fn open(protocol: isize) -> Result<Conn> {
+        // Not bound explicitly: the kernel binds on the first send.
+        let sock = Socket::new(protocol).map_err(|e| Error::io("open netlink socket", &e))?;
+        Ok(Conn {
+            sock,
+            seq: Cell::new(0),
+            strict: Cell::new(false),
+            buf: RefCell::new(Vec::with_capacity(16 * 1024)),
+        })
+    }
+
+    /// Send one request and collect the bodies of its replies, retrying
+    /// dumps the kernel flagged as interrupted.
+    pub(crate) fn request(&self, op: &str, mut msg: Msg) -> Result<Replies> {
         let dump = msg.flags() & NLM_F_DUMP == NLM_F_DUMP;
         for _ in 0..DUMP_ATTEMPTS {
             let seq = self.send(op, &mut msg)?;
@@ -247,56 +418,119 @@ impl Netlink {
             .collect()
     }
 
-    /// Two pipelined requests and their separate answers.
-    pub(crate) fn request_pair(
+    /// Send `msgs` as one datagram (an nfnetlink batch: the kernel applies
+    /// it as one transaction while `sendmsg` runs) and return the errors it
+    /// answered, by sequence number, with the sequence numbers used.
+    ///
+    /// The last message that asks for an ack ends the answer: the kernel
+    /// answers the batch in order. Every answer is queued by the
+    /// time `sendmsg` returns, so reading never waits; an answer that is
+    /// missing is reported rather than waited for.
+    pub(crate) fn send_batch(
         &self,
-        a: (&str, Msg),
-        b: (&str, Msg),
-    ) -> (Result<Replies>, Result<Replies>) {
-        let mut out = self.pipeline(vec![a, b]).into_iter();
-        let first = out
+        op: &str,
+        msgs: &mut [Msg],
+    ) -> Result<(Vec<u32>, Vec<Refusal>)> {
+        let mut seqs = Vec::with_capacity(msgs.len());
+        let mut datagram = Vec::with_capacity(msgs.iter().map(|m| m.buf.len()).sum());
+        for m in msgs.iter_mut() {
+            let seq = self.next_seq();
+            m.seal(seq);
+            seqs.push(seq);
+            datagram.extend_from_slice(&m.buf);
+        }
+        let acked = msgs.iter().zip(&seqs).rev();
+        let Some(last) = acked
+            .filter(|(m, _)| m.flags() & NLM_F_ACK != 0)
+            .map(|(_, s)| *s)
             .next()
-            .unwrap_or_else(|| Err(Error::other("netlink", "no answer")));
-        let second = out
-            .next()
-            .unwrap_or_else(|| Err(Error::other("netlink", "no answer")));
-        (first, second)
+        else {
+            return Err(Error::other(op, "no message of the batch asks for an ack"));
+        };
+        self.send_bytes(op, &datagram)?;
+        let mut refused = Vec::new();
+        let mut done = false;
+        while !done {
+            let got = self.read(op, false, |kind, _, seq, body| {
+                if kind == NLMSG_ERROR {
+                    let code = i32_of(body);
+                    if code < 0 {
+                        refused.push(Refusal {
+                            seq,
+                            errno: Errno::from_raw(-code),
+                        });
+                    }
+                    done |= seq == last;
+                }
+                Ok(done)
+            })?;
+            if !got {
+                if refused.is_empty() {
+                    return Err(Error::other(op, "the kernel did not answer the batch"));
+                }
+                break;
+            }
+        }
+        Ok((seqs, refused))
     }
 
-    /// Ask the kernel to honour the filters in dump request headers (an
-    /// interface index, say). Kernels without it ignore the option and dump
-    /// everything, so callers filter the replies as well.
-    pub(crate) fn set_strict(&self) {
+    fn set_strict(&self) {
         if !self.strict.replace(true) {
             let _ = self.sock.set_netlink_get_strict_chk(true);
         }
     }
 
-    fn send(&self, op: &str, msg: &mut Msg) -> Result<u32> {
+    fn next_seq(&self) -> u32 {
         let seq = self.seq.get().wrapping_add(1);
         self.seq.set(seq);
-        let len = u32::try_from(msg.buf.len()).unwrap_or(u32::MAX);
-        msg.buf[0..4].copy_from_slice(&len.to_ne_bytes());
-        msg.buf[8..12].copy_from_slice(&seq.to_ne_bytes());
+        seq
+    }
+
+    fn send(&self, op: &str, msg: &mut Msg) -> Result<u32> {
+        let seq = self.next_seq();
+        msg.seal(seq);
+        self.send_bytes(op, &msg.buf)?;
+        Ok(seq)
+    }
+
+    fn send_bytes(&self, op: &str, data: &[u8]) -> Result<()> {
+        #[cfg(test)]
+        wire::record(wire::Dir::Sent, data);
+        let mut grown = false;
         loop {
-            match self.sock.send(&msg.buf, 0) {
-                Ok(_) => return Ok(seq),
+            match self.sock.send(data, 0) {
+                Ok(_) => return Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A batch larger than the send buffer (about 200 KiB by
+                // default): make room once.
+                Err(e) if e.raw_os_error() == Some(Errno::EMSGSIZE as i32) && !grown => {
+                    grown = true;
+                    let size = data.len().saturating_mul(2);
+                    nix::sys::socket::setsockopt(
+                        &self.sock.as_fd(),
+                        nix::sys::socket::sockopt::SndBuf,
+                        &size,
+                    )
+                    .map_err(|e| Error::errno(op, e))?;
+                }
                 Err(e) => return Err(Error::io(op, &e)),
             }
         }
     }
 
-    /// Read one datagram into the shared buffer, sized to fit it.
-    fn recv(&self, op: &str) -> Result<std::cell::RefMut<'_, Vec<u8>>> {
+    /// Read one datagram into the shared buffer, sized to fit it; `None`
+    /// when `wait` is off and nothing is queued.
+    fn recv(&self, op: &str, wait: bool) -> Result<Option<std::cell::RefMut<'_, Vec<u8>>>> {
         let mut buf = self.buf.borrow_mut();
+        let nowait = if wait { 0 } else { MSG_DONTWAIT };
         loop {
             buf.clear();
             // MSG_TRUNC reports the datagram's real size; peek until the
             // buffer holds it, so a large reply is never cut short.
-            let size = match self.sock.recv(&mut *buf, MSG_PEEK | MSG_TRUNC) {
+            let size = match self.sock.recv(&mut *buf, MSG_PEEK | MSG_TRUNC | nowait) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && !wait => return Ok(None),
                 Err(e) => return Err(Error::io(op, &e)),
             };
             if size > buf.capacity() {
@@ -304,59 +538,108 @@ impl Netlink {
                 continue;
             }
             buf.clear();
-            match self.sock.recv(&mut *buf, 0) {
-                Ok(_) => return Ok(buf),
+            match self.sock.recv(&mut *buf, nowait) {
+                Ok(_) => {
+                    #[cfg(test)]
+                    wire::record(wire::Dir::Received, &buf);
+                    return Ok(Some(buf));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io(op, &e)),
             }
         }
     }
 
-    /// Read the answers to request `seq` until its ack (or `NLMSG_DONE`
-    /// for a dump); also returns whether the dump was interrupted.
-    fn collect(&self, op: &str, seq: u32) -> Result<(Vec<Vec<u8>>, bool)> {
-        let mut out = Vec::new();
-        let mut interrupted = false;
+    /// Read datagrams and hand each message (type, flags, sequence number,
+    /// body) to `each` until it returns `true`. Returns `false` when `wait`
+    /// is off and the socket ran dry first.
+    fn read(
+        &self,
+        op: &str,
+        wait: bool,
+        mut each: impl FnMut(u16, u16, u32, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
         loop {
-            let data = self.recv(op)?;
-            for (kind, flags, mseq, body) in messages(&data) {
-                // Answers to earlier requests whose acks were not awaited.
-                if mseq != seq {
-                    continue;
-                }
-                interrupted |= flags & NLM_F_DUMP_INTR != 0;
-                match kind {
-                    NLMSG_NOOP => {}
-                    NLMSG_ERROR | NLMSG_DONE => {
-                        let code = i32_of(body);
-                        if code < 0 {
-                            return Err(Error::errno(op, Errno::from_raw(-code)));
-                        }
-                        return Ok((out, interrupted));
-                    }
-                    NLMSG_OVERRUN => return Err(Error::other(op, "netlink buffer overrun")),
-                    // Every request asks for an ack (dumps end with
-                    // NLMSG_DONE), so replies are collected until then.
-                    _ => out.push(body.to_vec()),
+            let Some(data) = self.recv(op, wait)? else {
+                return Ok(false);
+            };
+            for (kind, flags, seq, body) in messages(&data) {
+                if each(kind, flags, seq, body)? {
+                    return Ok(true);
                 }
             }
         }
     }
+
+    /// Read the answers to request `seq` until its ack (or `NLMSG_DONE`
+    /// for a dump); also returns whether the dump was interrupted.
+    fn collect(&self, op: &str, seq: u32) -> Result<(Replies, bool)> {
+        let mut out = Vec::new();
+        let mut interrupted = false;
+        self.read(op, true, |kind, flags, mseq, body| {
+            // Answers to earlier requests whose acks were not awaited.
+            if mseq != seq {
+                return Ok(false);
+            }
+            interrupted |= flags & NLM_F_DUMP_INTR != 0;
+            match kind {
+                NLMSG_NOOP => Ok(false),
+                NLMSG_ERROR | NLMSG_DONE => {
+                    let code = i32_of(body);
+                    if code < 0 {
+                        return Err(Error::errno(op, Errno::from_raw(-code)));
+                    }
+                    Ok(true)
+                }
+                NLMSG_OVERRUN => Err(Error::other(op, "netlink buffer overrun")),
+                // Every request asks for an ack (dumps end with
+                // NLMSG_DONE), so replies are collected until then.
+                _ => {
+                    out.push(body.to_vec());
+                    Ok(false)
+                }
+            }
+        })?;
+        Ok((out, interrupted))
+    }
 }
 
-fn connect() -> Result<Netlink> {
-    open(NETLINK_ROUTE)
-}
+/// Every datagram sent and received by this thread's connections, for
+/// tests that decode them with an independent parser.
+#[cfg(test)]
+pub(crate) mod wire {
+    use std::cell::RefCell;
 
-fn open(protocol: isize) -> Result<Netlink> {
-    // Not bound explicitly: the kernel binds on the first send.
-    let sock = Socket::new(protocol).map_err(|e| Error::io("open netlink socket", &e))?;
-    Ok(Netlink {
-        sock,
-        seq: Cell::new(0),
-        strict: Cell::new(false),
-        buf: RefCell::new(Vec::with_capacity(16 * 1024)),
-    })
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Dir {
+        Sent,
+        Received,
+    }
+
+    /// Datagrams in the order they passed.
+    pub(crate) type Log = Vec<(Dir, Vec<u8>)>;
+
+    thread_local! {
+        static LOG: RefCell<Option<Log>> = const { RefCell::new(None) };
+    }
+
+    /// Start recording.
+    pub(crate) fn start() {
+        LOG.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    }
+
+    /// Stop recording and return what was recorded.
+    pub(crate) fn take() -> Log {
+        LOG.with(|l| l.borrow_mut().take().unwrap_or_default())
+    }
+
+    pub(super) fn record(dir: Dir, data: &[u8]) {
+        LOG.with(|l| {
+            if let Some(log) = l.borrow_mut().as_mut() {
+                log.push((dir, data.to_vec()));
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -380,6 +663,14 @@ mod tests {
         assert_eq!(m.flags(), NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE);
         let d = Msg::new(18, NLM_F_DUMP, &[0; 16]);
         assert_eq!(d.flags(), NLM_F_REQUEST | NLM_F_DUMP);
+        let b = Msg::with_flags(0x10, 0, &[0; 4]);
+        assert_eq!(b.flags(), NLM_F_REQUEST);
+        let mut n = Msg::new(1, 0, &[]);
+        n.be32(1, 0x0102_0304).be64(2, 7);
+        let got: Vec<_> = attrs(n.body()).collect();
+        assert_eq!(be32_of(got[0].1), Some(0x0102_0304));
+        assert_eq!(got[0].1, &[1, 2, 3, 4]);
+        assert_eq!(be64_of(got[1].1), Some(7));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! host's `lo`). Nothing async runs while switched, so no other task can
 //! observe the foreign namespace.
 
+use std::cell::Cell;
 use std::fs::File;
 
 use nix::sched::{CloneFlags, setns};
@@ -28,7 +29,19 @@ pub fn run<T>(ns: &File, f: impl FnOnce() -> T) -> Result<T> {
     setns(ns, CloneFlags::CLONE_NEWNET).map_err(|e| Error::errno("enter netns", e))?;
     // Restores on every exit from this function, unwinding included.
     let _back = Restore(original);
+    SWITCHED.with(|d| d.set(d.get() + 1));
     Ok(f())
+}
+
+thread_local! {
+    /// How many [`run`] calls the thread is inside.
+    static SWITCHED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside [`run`], i.e. not in the namespace
+/// it started in.
+pub(crate) fn switched() -> bool {
+    SWITCHED.with(|d| d.get() > 0)
 }
 
 /// Puts the thread back into its namespace when dropped.
@@ -36,8 +49,12 @@ struct Restore(File);
 
 impl Drop for Restore {
     fn drop(&mut self) {
+        SWITCHED.with(|d| d.set(d.get().saturating_sub(1)));
         if let Err(e) = setns(&self.0, CloneFlags::CLONE_NEWNET) {
-            eprintln!("fatal: return to original netns: {}", skel::errno_text(e));
+            eprintln!(
+                "fatal: return to original netns: {}",
+                crate::error::errno_text(e)
+            );
             std::process::abort();
         }
     }

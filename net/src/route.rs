@@ -129,7 +129,7 @@ pub struct RouteInfo {
 
 impl RouteInfo {
     /// A route from the body of an `RTM_NEWROUTE` message.
-    fn from_body(b: &[u8]) -> Option<RouteInfo> {
+    pub(crate) fn from_body(b: &[u8]) -> Option<RouteInfo> {
         let family = *b.first()?;
         let mut dst = None;
         let mut gw = None;

@@ -355,7 +355,7 @@ fn rollback(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Vec<Error> {
     if undo.ipam
         && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
     {
-        errors.push(e);
+        errors.push(e.into());
     }
     let owner = Owner {
         network: &conf.name,

@@ -341,7 +341,7 @@ mod tests {
     }
 
     fn msg(json: &str) -> String {
-        parse(json).unwrap_err().msg
+        parse(json).unwrap_err().0.msg
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     if conf.is_layer3()
         && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
     {
-        errors.push(e);
+        errors.push(e.into());
     }
     if conf.macspoofchk
         && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))

@@ -90,7 +90,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     if conf.is_layer3()
         && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "GC", &args.path, &args.stdin)
     {
-        errors.push(e);
+        errors.push(e.into());
     }
     crate::error::join(errors)
 }
