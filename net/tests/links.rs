@@ -154,9 +154,8 @@ fn template_names_never_reach_the_kernel() {
     let cont_ns = TestNetns::new("lku");
     let host = Netlink::in_netns(&open(&host_ns)).unwrap();
     let cont = Netlink::in_netns(&open(&cont_ns)).unwrap();
-    let names = |nl: &Netlink| -> Vec<String> {
-        nl.links().unwrap().into_iter().map(|l| l.name).collect()
-    };
+    let names =
+        |nl: &Netlink| -> Vec<String> { nl.links().unwrap().into_iter().map(|l| l.name).collect() };
 
     let e = host.create_bridge("cnirs%d", None, false).unwrap_err();
     assert_eq!(
@@ -180,7 +179,10 @@ fn template_names_never_reach_the_kernel() {
         assert!(e.to_string().contains("name template"), "{e}");
     }
     let e = host.create_bridge("cnirs/x", None, false).unwrap_err();
-    assert!(e.to_string().ends_with("contains / or : or whitespace characters"));
+    assert!(
+        e.to_string()
+            .ends_with("contains / or : or whitespace characters")
+    );
     assert_eq!(names(&host), vec!["lo"]);
     assert_eq!(names(&cont), vec!["lo"]);
 }
