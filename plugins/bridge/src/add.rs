@@ -12,7 +12,7 @@ use skel::CmdArgs;
 use skel::types::{Cidr, Interface, Result1, Route};
 
 use crate::bridge;
-use crate::config::{Backend, Config, format_mac};
+use crate::config::{self, Backend, Config, format_mac};
 use crate::container;
 use crate::error::Error;
 use crate::masq::{self, Owner};
@@ -37,6 +37,7 @@ struct Undo {
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut conf = Config::parse(&args.stdin, &args.args)?;
     conf.validate_for_add()?;
+    config::check_ifname(&args.ifname)?;
     if !conf.is_layer3() && matches!(conf.cni_version.as_str(), "" | "0.1.0" | "0.2.0") {
         // A 0.1/0.2 result cannot express an attachment without addresses;
         // the reference finds out only after creating the veth.

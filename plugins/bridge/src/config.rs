@@ -151,12 +151,43 @@ impl Config {
                 "cannot set hairpin mode and promiscuous mode at the same time",
             ));
         }
+        self.check_link_names()
+    }
+
+    /// Names of links ADD may create: the bridge, and `<bridge>.<vlan>`
+    /// for a VLAN gateway. The kernel would refuse them late, or rewrite a
+    /// `%` template into another name.
+    fn check_link_names(&self) -> Result<(), Error> {
+        if let Some(p) = cni_net::link::name_problem(&self.bridge) {
+            return Err(Error::config(format!("bridge name {:?} {p}", self.bridge)));
+        }
+        let vlan_gateway = format!("{}.{}", self.bridge, self.vlan);
+        if self.is_gateway && self.vlan != 0 && cni_net::link::name_problem(&vlan_gateway).is_some()
+        {
+            return Err(Error::config(format!(
+                "bridge name {:?} is too long for its vlan gateway interface {vlan_gateway:?}",
+                self.bridge
+            )));
+        }
         Ok(())
     }
 
     /// Whether the bridge needs VLAN filtering.
     pub fn vlan_filtering(&self) -> bool {
         self.vlan != 0 || self.vlan_trunk.is_some()
+    }
+}
+
+/// `CNI_IFNAME` as the name of a new link. skel has made the reference's
+/// checks; this refuses what the kernel would still refuse or rewrite
+/// (`%d` is a template), with the same code and wording.
+pub fn check_ifname(ifname: &str) -> Result<(), Error> {
+    match cni_net::link::name_problem(ifname) {
+        Some(p) => Err(Error::new(
+            skel::code::INVALID_ENVIRONMENT,
+            format!("interface name {p}"),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -473,6 +504,44 @@ mod tests {
         assert!(c.is_gateway);
         // `"ipam": {}` is pure L2.
         assert!(!parse(r#"{"name":"n","ipam":{}}"#).unwrap().is_layer3());
+    }
+
+    #[test]
+    fn link_names_the_kernel_would_refuse_or_rewrite() {
+        let add_err = |json: &str| {
+            let e = parse(json).unwrap().validate_for_add().unwrap_err();
+            assert_eq!(e.code, skel::code::INVALID_NETWORK_CONFIG, "{json}");
+            e.msg
+        };
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"br%d"}"#),
+            "bridge name \"br%d\" contains %, which the kernel reads as a name template"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"br 0"}"#),
+            "bridge name \"br 0\" contains / or : or whitespace characters"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"abcdefghijklmnop"}"#),
+            "bridge name \"abcdefghijklmnop\" is too long"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"abcdefghijkl","vlan":100,"isGateway":true}"#),
+            "bridge name \"abcdefghijkl\" is too long for its vlan gateway interface \"abcdefghijkl.100\""
+        );
+        // Without a gateway no `<bridge>.<vlan>` is created.
+        let mut c = parse(r#"{"name":"n","bridge":"abcdefghijkl","vlan":100}"#).unwrap();
+        c.validate_for_add().unwrap();
+        // DEL never creates links: it takes any name.
+        assert!(parse(r#"{"name":"n","bridge":"br%d"}"#).is_ok());
+
+        let e = check_ifname("%d").unwrap_err();
+        assert_eq!(e.code, skel::code::INVALID_ENVIRONMENT);
+        assert_eq!(
+            e.msg,
+            "interface name contains %, which the kernel reads as a name template"
+        );
+        check_ifname("eth0").unwrap();
     }
 
     #[test]
