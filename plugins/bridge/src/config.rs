@@ -361,13 +361,6 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6], Error> {
     Ok(out)
 }
 
-pub fn format_mac(mac: &[u8]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,7 +544,7 @@ mod tests {
             Config::parse(format!("{base}{extra}}}").as_bytes(), args)
                 .unwrap()
                 .mac
-                .map(|m| format_mac(&m))
+                .map(|m| cni_net::format_mac(&m))
         };
         assert_eq!(
             with("", "MAC=02:00:00:00:00:01"),

@@ -543,13 +543,9 @@ pub enum Started {
     Nftables(NftSetup),
 }
 
-/// Install masquerade rules for `addrs`. With no configured backend,
-/// nftables is used when `nft` works, iptables otherwise.
-pub fn setup(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Result<(), Error> {
-    setup_finish(setup_start(backend, addrs, o)?)
-}
-
-/// Start [`setup`]'s helper processes; [`setup_finish`] waits for them.
+/// Start installing masquerade rules for `addrs`; [`setup_finish`] waits
+/// for the helper processes. With no configured backend, nftables is used
+/// when `nft` works, iptables otherwise.
 pub fn setup_start(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Result<Started, Error> {
     if addrs.is_empty() {
         return Ok(Started::Nothing);

@@ -112,11 +112,6 @@ pub fn stale_ids(
     out
 }
 
-pub fn setup(id: &str, host_veth: &str, mac: &str) -> Result<(), Error> {
-    nft::apply(&setup_batch(id, host_veth, mac))
-        .map_err(|e| e.into_error("failed to setup spoof-check"))
-}
-
 fn listing() -> Result<Vec<Value>, Error> {
     nft::list_table(FAMILY, TABLE).map_err(|e| e.into_error("list spoof-check rules"))
 }
