@@ -36,8 +36,10 @@ use crate::spoofchk;
 /// as in the reference.
 #[derive(Default)]
 struct Undo {
-    /// The veth pair exists; deleting the container end removes both.
-    veth: bool,
+    /// The host end of the veth pair, by its (random, our own) name:
+    /// deleting it removes the container end too, whatever that is called
+    /// by now and whether or not the container's namespace is still there.
+    veth: Option<String>,
     /// IPAM ADD was started: IPAM DEL releases whatever it took.
     ipam: bool,
     masq: bool,
@@ -139,7 +141,7 @@ fn link<'a>(
         &bridge,
         host_name,
     )?;
-    undo.veth = true;
+    undo.veth = Some(port.name.clone());
     hit("bridge/veth-created")?;
     bridge::configure_port(&host, &port, conf)?;
     hit("bridge/port-configured")?;
@@ -458,12 +460,9 @@ fn next_ip(ip: IpAddr) -> IpAddr {
 /// Undo a failed ADD, best effort; returns what could not be undone.
 fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
     let mut errors = Vec::new();
-    if undo.veth
-        && let Ok(ns) = args.netns.file()
-    {
-        // Deleting the container end removes the host end with it.
-        let r = Netlink::in_netns(ns).and_then(|c| match c.find_link(&args.ifname)? {
-            Some(l) => c.delete_link(&l),
+    if let Some(name) = &undo.veth {
+        let r = Netlink::host().and_then(|h| match h.find_link(name)? {
+            Some(l) => h.delete_link(&l),
             None => Ok(()),
         });
         if let Err(e) = r {
