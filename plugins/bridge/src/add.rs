@@ -1,16 +1,16 @@
 //! ADD, in the reference's order (§5.2), in four phases:
 //!
-//! 1. [`link`]: IPAM started (it runs meanwhile), bridge, veth pair, port
+//! 1. `link`: IPAM started (it runs meanwhile), bridge, veth pair, port
 //!    settings, container sysctls;
-//! 2. [`addresses`]: IPAM's result, gateways, firewall helpers started
+//! 2. `addresses`: IPAM's result, gateways, firewall helpers started
 //!    (they run meanwhile), container addresses and routes; for an L2
-//!    attachment [`layer2`]: firewall helpers, container link up;
-//! 3. [`gateway`]: gateway addresses on the bridge (or on its VLAN
+//!    attachment `layer2`: firewall helpers, container link up;
+//! 3. `gateway`: gateway addresses on the bridge (or on its VLAN
 //!    interface), forwarding;
-//! 4. [`finish`]: firewall helpers awaited, host port up, the result.
+//! 4. `finish`: firewall helpers awaited, host port up, the result.
 //!
 //! Unlike the reference, a failed ADD undoes what it did: the veth pair,
-//! the IPAM addresses and the firewall rules (see [`Undo`]). Every side
+//! the IPAM addresses and the firewall rules (see `Undo`). Every side
 //! effect is followed by a `skel::failpoint`, so a test can fail each step
 //! in turn and check that nothing is left.
 
@@ -95,7 +95,7 @@ fn run(
     pending: &mut Pending,
 ) -> Result<Result1, Error> {
     let links = link(args, conf, undo, pending)?;
-    let mut result = interfaces(args, &links);
+    let mut result = new_result(args, &links);
     if conf.is_layer3() {
         let gateways = addresses(args, conf, &links, &mut result, undo, pending)?;
         gateway(conf, &links, &gateways, &mut result)?;
@@ -160,9 +160,9 @@ fn link<'a>(
     })
 }
 
-/// The result's interfaces: bridge, host veth, container veth (the
-/// indexes the reference's results use).
-fn interfaces(args: &CmdArgs, links: &Links) -> Result1 {
+/// The result so far: its interfaces, bridge, host veth, container veth
+/// (the indexes the reference's results use).
+fn new_result(args: &CmdArgs, links: &Links) -> Result1 {
     let iface = |l: &Link| Interface {
         name: l.name.clone(),
         mac: l.mac_string(),
