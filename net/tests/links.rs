@@ -47,20 +47,7 @@ fn bridge_create_is_exclusive_and_configurable() {
 fn bridge_vlan_filtering_matches_iproute2() {
     let ns = TestNetns::new("lkv");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
-    let probe = unique_name("cnirsbr");
-    let supported = ns
-        .exec_output(&[
-            "ip",
-            "link",
-            "add",
-            &probe,
-            "type",
-            "bridge",
-            "vlan_filtering",
-            "1",
-        ])
-        .status
-        .success();
+    let supported = ns.bridge_vlan_filtering();
     let name = unique_name("cnirsbr");
     match nl.create_bridge(&name, None, true) {
         Ok(()) => {

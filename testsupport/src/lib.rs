@@ -127,6 +127,26 @@ impl TestNetns {
         String::from_utf8_lossy(&self.exec(cmd).stdout).into_owned()
     }
 
+    /// Whether this kernel has bridge VLAN filtering
+    /// (CONFIG_BRIDGE_VLAN_FILTERING), as iproute2 finds out: by creating a
+    /// VLAN-filtering bridge here.
+    pub fn bridge_vlan_filtering(&self) -> bool {
+        let probe = unique_name("cnirsvl");
+        let add = [
+            "ip",
+            "link",
+            "add",
+            &probe,
+            "type",
+            "bridge",
+            "vlan_filtering",
+            "1",
+        ];
+        let ok = self.exec_output(&add).status.success();
+        self.exec_output(&["ip", "link", "delete", &probe]);
+        ok
+    }
+
     /// Delete now (to test DEL after the namespace is gone).
     pub fn delete(&mut self) {
         if !self.name.is_empty() {
