@@ -37,7 +37,7 @@ const L3: &[&str] = &[
     "bridge/port-up",
 ];
 
-/// [`L3`] with the gateway on VLAN 100: `<bridge>.100` is made (a veth
+/// [`L3`] with the gateway on VLAN 10: `<bridge>.10` is made (a veth
 /// pair, then configured) before the gateway addresses go on it.
 fn vlan_steps() -> Vec<&'static str> {
     let mut steps = L3.to_vec();
@@ -76,9 +76,19 @@ fn l2_conf(host: &Host) -> Value {
     c
 }
 
+/// A host for `steps`: with a VLAN gateway, a bridge name short enough
+/// for `<bridge>.10` to be a link name.
+fn new_host(tag: &str, steps: &[&str]) -> Host {
+    let mut host = Host::new(tag);
+    if steps.contains(&"bridge/vlan-interface") {
+        host.bridge = testsupport::unique_name("cnirs");
+    }
+    host
+}
+
 /// The `bridge/` failpoints a clean ADD passes, in order.
-fn discover(conf: impl Fn(&Host) -> Value) -> Vec<String> {
-    let host = Host::new("fpd");
+fn discover(conf: impl Fn(&Host) -> Value, steps: &[&str]) -> Vec<String> {
+    let host = new_host("fpd", steps);
     let c = TestNetns::new("fpd");
     let dir = TempDir::new("fplog");
     let log = dir.join("points");
@@ -106,7 +116,7 @@ fn discover(conf: impl Fn(&Host) -> Value) -> Vec<String> {
 /// port of the bridge).
 fn assert_host_clean(host: &Host, vlan_gateway: bool, step: &str) {
     let links = links(&host.ns);
-    let gw_name = format!("{}.100", host.bridge);
+    let gw_name = format!("{}.10", host.bridge);
     let container_ports: Vec<_> = links.iter().filter(|(_, p)| p.starts_with("if")).collect();
     assert!(container_ports.is_empty(), "{step}: {links:?}");
     let gw = links.iter().any(|(n, _)| *n == gw_name);
@@ -128,10 +138,10 @@ fn assert_attachment_gone(host: &Host, c: &TestNetns, cid: &str, step: &str) {
 
 /// Fail each of `steps` in turn; see the file comment.
 fn fail_each_step(conf: impl Fn(&Host) -> Value, steps: &[&str]) {
-    assert_eq!(discover(&conf), steps, "failpoints of a clean ADD");
+    assert_eq!(discover(&conf, steps), steps, "failpoints of a clean ADD");
     let vlan_at = steps.iter().position(|s| *s == "bridge/vlan-interface");
     for (i, step) in steps.iter().enumerate() {
-        let host = Host::new("fp");
+        let host = new_host("fp", steps);
         let c = TestNetns::new("fpc");
         let conf = conf(&host);
         let cid = format!("fpx{i}");
@@ -183,7 +193,7 @@ fn failed_add_at_each_step_leaves_nothing_vlan_gateway() {
         eprintln!("kernel lacks bridge VLAN filtering; the VLAN steps were not tested");
         return;
     }
-    fail_each_step(|h| l3_conf(h, json!({"vlan": 100})), &vlan_steps());
+    fail_each_step(|h| l3_conf(h, json!({"vlan": 10})), &vlan_steps());
 }
 
 #[test]
