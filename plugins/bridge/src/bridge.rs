@@ -24,10 +24,6 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
             "{name:?} already exists but is not a bridge"
         ))));
     }
-    // We own the bridge's routes, also on a bridge that already existed:
-    // otherwise a container's router advertisements change the host's
-    // routes. Best effort, like the reference (IPv6 may be disabled).
-    let _ = sysctl::set(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
     if conf.promisc_mode && !br.promisc {
         host.set_promisc(&br, true).map_err(|e| {
             fail(Error::from(e).context(format!("could not set promiscuous mode on {name:?}")))
@@ -36,6 +32,10 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
     if !br.up {
         host.set_up(&br).map_err(|e| fail(e.into()))?;
     }
+    // We own the bridge's routes, also on a bridge that already existed:
+    // otherwise a container's router advertisements change the host's
+    // routes. Best effort, like the reference (IPv6 may be disabled).
+    let _ = sysctl::set(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
     Ok(br)
 }
 

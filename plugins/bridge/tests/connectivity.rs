@@ -156,7 +156,17 @@ fn vlans_isolate_and_trunks_are_configured() {
         TestNetns::new("vlb"),
         TestNetns::new("vlx"),
     );
-    if !host.ns.bridge_vlan_filtering() {
+    let probe = host.ns.exec_output(&[
+        "ip",
+        "link",
+        "add",
+        "cnirsvlprobe",
+        "type",
+        "bridge",
+        "vlan_filtering",
+        "1",
+    ]);
+    if !probe.status.success() {
         // Kernel without CONFIG_BRIDGE_VLAN_FILTERING: the plugin must fail
         // cleanly, leaving no veth behind.
         let r = host.call("ADD", &on(100), "a", a.path(), "eth0");

@@ -17,7 +17,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use testsupport::{TempDir, TestNetns};
+use testsupport::{Failpoints, TestNetns};
 
 /// Steps of a dual-stack ADD with gateway, masquerade and spoof check.
 const L3: &[&str] = &[
@@ -90,24 +90,10 @@ fn new_host(tag: &str, steps: &[&str]) -> Host {
 fn discover(conf: impl Fn(&Host) -> Value, steps: &[&str]) -> Vec<String> {
     let host = new_host("fpd", steps);
     let c = TestNetns::new("fpd");
-    let dir = TempDir::new("fplog");
-    let log = dir.join("points");
-    let log = log.to_str().unwrap();
-    let r = host.call_env(
-        "ADD",
-        &conf(&host),
-        "fpd",
-        c.path(),
-        "eth0",
-        &[("CNI_RS_FAILPOINT_LOG", log)],
-    );
-    r.ok();
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("bridge/"))
-        .map(str::to_string)
-        .collect()
+    let points = Failpoints::new();
+    let add = host.request("ADD", &conf(&host), "fpd", c.path(), "eth0");
+    host.run(points.record(add)).ok();
+    points.passed("bridge/")
 }
 
 /// Whether `ns` is as a failed ADD must leave it: no veth of a container
@@ -145,8 +131,8 @@ fn fail_each_step(conf: impl Fn(&Host) -> Value, steps: &[&str]) {
         let c = TestNetns::new("fpc");
         let conf = conf(&host);
         let cid = format!("fpx{i}");
-        let env = [("CNI_RS_FAILPOINT", *step)];
-        let r = host.call_env("ADD", &conf, &cid, c.path(), "eth0", &env);
+        let add = host.request("ADD", &conf, &cid, c.path(), "eth0");
+        let r = host.run(add.fail_at(step));
         let e = r.err(999);
         let msg = e["msg"].as_str().unwrap_or_default();
         assert!(msg.contains(&format!("injected failure at {step}")), "{e}");

@@ -53,28 +53,21 @@ impl Host {
     }
 
     pub fn call(&self, cmd: &str, conf: &Value, cid: &str, netns: &str, ifname: &str) -> PluginRun {
-        self.call_env(cmd, conf, cid, netns, ifname, &[])
+        self.run(self.request(cmd, conf, cid, netns, ifname))
     }
 
-    /// [`Host::call`] with extra environment variables.
-    pub fn call_env(
-        &self,
-        cmd: &str,
-        conf: &Value,
-        cid: &str,
-        netns: &str,
-        ifname: &str,
-        env: &[(&str, &str)],
-    ) -> PluginRun {
-        let mut call = Call::new(cmd)
+    /// The call [`Host::call`] makes, to add to before [`Host::run`].
+    pub fn request(&self, cmd: &str, conf: &Value, cid: &str, netns: &str, ifname: &str) -> Call {
+        Call::new(cmd)
             .container_id(cid)
             .netns(netns)
             .ifname(ifname)
             .path(self.path.to_str())
-            .stdin(conf.to_string());
-        for (k, v) in env {
-            call = call.env(k, v);
-        }
+            .stdin(conf.to_string())
+    }
+
+    /// Run `call` with this host's namespace as the plugin's.
+    pub fn run(&self, call: Call) -> PluginRun {
         call.run_in(self.ns.name(), bin())
     }
 
