@@ -283,7 +283,8 @@ fn gateway(
     if !gws.v6.is_empty() {
         bridge::enable_forwarding(true)?;
     }
-    hit("bridge/forwarding")
+    hit("bridge/forwarding")?;
+    Ok(())
 }
 
 /// Phase 4: firewall helpers awaited, host port up, live MACs, DNS.

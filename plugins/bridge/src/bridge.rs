@@ -316,10 +316,14 @@ pub fn ensure_vlan_interface(
     };
     // A half-configured gateway interface would be reused by every later
     // ADD, so remove it when configuring it fails.
-    let configured = skel::failpoint::hit("bridge/vlan-veth-created")
-        .and_then(|()| set_port_vlans(host, &port, vlan, None, preserve_default))
-        .and_then(|()| Ok(host.link_by_name(&name)?))
-        .and_then(|l| host.set_up(&l).map(|()| l).map_err(Error::from));
+    let configure = || -> Result<Link, Error> {
+        skel::failpoint::hit("bridge/vlan-veth-created")?;
+        set_port_vlans(host, &port, vlan, None, preserve_default)?;
+        let l = host.link_by_name(&name)?;
+        host.set_up(&l)?;
+        Ok(l)
+    };
+    let configured = configure();
     if configured.is_err() {
         let _ = host.delete_link(&port);
     }

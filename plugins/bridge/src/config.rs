@@ -182,13 +182,12 @@ impl Config {
 /// checks; this refuses what the kernel would still refuse or rewrite
 /// (`%d` is a template), with the same code and wording.
 pub fn check_ifname(ifname: &str) -> Result<(), Error> {
-    match cni_net::link::name_problem(ifname) {
-        Some(p) => Err(Error::new(
-            skel::code::INVALID_ENVIRONMENT,
-            format!("interface name {p}"),
-        )),
-        None => Ok(()),
-    }
+    let Some(p) = cni_net::link::name_problem(ifname) else {
+        return Ok(());
+    };
+    let mut e = Error::internal(format!("interface name {p}"));
+    e.code = skel::code::INVALID_ENVIRONMENT;
+    Err(e)
 }
 
 /// Go-like field access on a JSON object.
