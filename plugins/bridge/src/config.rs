@@ -503,7 +503,7 @@ mod tests {
         let add_err = |json: &str| {
             let e = parse(json).unwrap().validate_for_add().unwrap_err();
             assert_eq!(e.code, skel::code::INVALID_NETWORK_CONFIG, "{json}");
-            e.msg
+            e.msg.clone()
         };
         assert_eq!(
             add_err(r#"{"name":"n","bridge":"br%d"}"#),
