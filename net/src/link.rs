@@ -108,6 +108,50 @@ impl OperState {
     }
 }
 
+/// The longest link name the kernel takes (`IFNAMSIZ` - 1).
+pub const MAX_NAME_LEN: usize = 15;
+
+/// Why `name` cannot name a new link as given, worded like the reference's
+/// interface-name errors (`contains / or : or whitespace characters`), or
+/// `None`. Besides what the kernel refuses (`dev_valid_name`), a `%` is
+/// refused: the kernel reads such a name as a template (`eth%d` becomes
+/// `eth0`), so the link would exist under a name nobody asked for.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is empty");
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Some("is too long");
+    }
+    if name == "." || name == ".." {
+        return Some("is . or ..");
+    }
+    // The kernel refuses ASCII whitespace; the reference refuses Unicode
+    // whitespace in CNI_IFNAME, and we in every name.
+    if name.contains(['/', ':']) || name.chars().any(char::is_whitespace) {
+        return Some("contains / or : or whitespace characters");
+    }
+    if name.contains('%') {
+        return Some("contains %, which the kernel reads as a name template");
+    }
+    if name.contains('\0') {
+        return Some("contains a NUL byte");
+    }
+    None
+}
+
+/// The guard of every link creation: a name the kernel would refuse or
+/// rewrite never reaches it.
+fn check_new_name(name: &str) -> Result<()> {
+    match name_problem(name) {
+        Some(p) => Err(Error::other(
+            format!("create link {name:?}"),
+            format!("interface name {p}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Lowercase colon-separated hex, as Go prints a `net.HardwareAddr`.
 pub fn format_mac(mac: &[u8]) -> String {
     mac.iter()
@@ -296,6 +340,7 @@ impl Netlink {
     /// ([`Error::is_exists`]), so concurrent creators can all treat that as
     /// success (after checking the kind).
     pub fn create_bridge(&self, name: &str, mtu: Option<u32>, vlan_filtering: bool) -> Result<()> {
+        check_new_name(name)?;
         let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
         m.str(IFLA_IFNAME, name);
         if let Some(mtu) = mtu {
@@ -312,7 +357,9 @@ impl Netlink {
         self.request(&format!("create bridge {name}"), m).map(drop)
     }
 
-    fn veth_message(v: &VethPair<'_>, up: bool) -> Msg {
+    fn veth_message(v: &VethPair<'_>, up: bool) -> Result<Msg> {
+        check_new_name(v.host_name)?;
+        check_new_name(v.container_name)?;
         let flags = if up { IFF_UP } else { 0 };
         let mut m = Msg::new(
             RTM_NEWLINK,
@@ -343,7 +390,7 @@ impl Netlink {
                 });
             });
         });
-        m
+        Ok(m)
     }
 
     /// Create a veth pair across namespaces in one message. `EEXIST` when
@@ -352,7 +399,7 @@ impl Netlink {
     pub fn create_veth_pair(&self, v: &VethPair<'_>) -> Result<()> {
         self.request(
             &format!("create veth pair {}/{}", v.container_name, v.host_name),
-            Self::veth_message(v, false),
+            Self::veth_message(v, false)?,
         )
         .map(drop)
     }
@@ -364,7 +411,7 @@ impl Netlink {
         let create_op = format!("create veth pair {}/{}", v.container_name, v.host_name);
         let find_op = format!("find link {}", v.host_name);
         let (created, found) = self.request_pair(
-            (&create_op, Self::veth_message(v, true)),
+            (&create_op, Self::veth_message(v, true)?),
             (&find_op, get_by_name(v.host_name)),
         );
         created?;
@@ -428,5 +475,55 @@ mod tests {
         assert!(l.up && l.promisc);
         assert_eq!(l.oper_state, OperState::Up);
         assert!(Link::from_body(&[0; 8]).is_none());
+    }
+
+    #[test]
+    fn names_the_kernel_would_refuse_or_rewrite() {
+        for ok in [
+            "eth0",
+            "a",
+            "br.100",
+            "veth-1_x",
+            "123456789012345",
+            "ümlaut",
+            // Ends in the byte 0xa0, which the kernel does not take for a space.
+            "caf\u{e0}",
+        ] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        let cases = [
+            ("", "is empty"),
+            ("1234567890123456", "is too long"),
+            (".", "is . or .."),
+            ("..", "is . or .."),
+            ("a/b", "contains / or : or whitespace characters"),
+            ("eth0:1", "contains / or : or whitespace characters"),
+            ("a b", "contains / or : or whitespace characters"),
+            ("a\x0bb", "contains / or : or whitespace characters"),
+            ("a\u{a0}", "contains / or : or whitespace characters"),
+            ("a\u{2003}b", "contains / or : or whitespace characters"),
+            (
+                "%d",
+                "contains %, which the kernel reads as a name template",
+            ),
+            (
+                "eth%d",
+                "contains %, which the kernel reads as a name template",
+            ),
+            (
+                "a%",
+                "contains %, which the kernel reads as a name template",
+            ),
+            ("a\0b", "contains a NUL byte"),
+        ];
+        for (name, problem) in cases {
+            assert_eq!(name_problem(name), Some(problem), "{name:?}");
+        }
+        let e = check_new_name("br%d").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "create link \"br%d\": interface name contains %, which the kernel reads as a name template"
+        );
+        assert_eq!(e.code(), None);
     }
 }

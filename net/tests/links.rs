@@ -47,20 +47,7 @@ fn bridge_create_is_exclusive_and_configurable() {
 fn bridge_vlan_filtering_matches_iproute2() {
     let ns = TestNetns::new("lkv");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
-    let probe = unique_name("cnirsbr");
-    let supported = ns
-        .exec_output(&[
-            "ip",
-            "link",
-            "add",
-            &probe,
-            "type",
-            "bridge",
-            "vlan_filtering",
-            "1",
-        ])
-        .status
-        .success();
+    let supported = ns.bridge_vlan_filtering();
     let name = unique_name("cnirsbr");
     match nl.create_bridge(&name, None, true) {
         Ok(()) => {
@@ -143,6 +130,48 @@ fn veth_pair_spans_two_namespaces() {
     // Deleting the container end removes its peer too.
     cont.delete_link(&c).unwrap();
     assert!(host.find_link(&host_name).unwrap().is_none());
+}
+
+/// A `%` name is a template to the kernel (`br%d` would become `br0`):
+/// refused before any message is sent, for bridges and both veth ends,
+/// whichever creation call is used.
+#[test]
+fn template_names_never_reach_the_kernel() {
+    let host_ns = TestNetns::new("lkt");
+    let cont_ns = TestNetns::new("lku");
+    let host = Netlink::in_netns(&open(&host_ns)).unwrap();
+    let cont = Netlink::in_netns(&open(&cont_ns)).unwrap();
+    let names =
+        |nl: &Netlink| -> Vec<String> { nl.links().unwrap().into_iter().map(|l| l.name).collect() };
+
+    let e = host.create_bridge("cnirs%d", None, false).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "create link \"cnirs%d\": interface name contains %, which the kernel reads as a name template"
+    );
+    let cont_file = open(&cont_ns);
+    let good = unique_name("veth");
+    for (host_name, container_name) in [(good.as_str(), "%d"), ("veth%d", "eth0")] {
+        let pair = VethPair {
+            host_name,
+            container_name,
+            container_ns: &cont_file,
+            container_mac: None,
+            mtu: None,
+            host_master: None,
+        };
+        let e = host.create_veth_pair(&pair).unwrap_err();
+        assert!(e.to_string().contains("name template"), "{e}");
+        let e = host.create_veth_pair_up(&pair).unwrap_err();
+        assert!(e.to_string().contains("name template"), "{e}");
+    }
+    let e = host.create_bridge("cnirs/x", None, false).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("contains / or : or whitespace characters")
+    );
+    assert_eq!(names(&host), vec!["lo"]);
+    assert_eq!(names(&cont), vec!["lo"]);
 }
 
 /// Port VLANs need CONFIG_BRIDGE_VLAN_FILTERING too; mirror `bridge vlan`.

@@ -10,13 +10,15 @@
 //! Modules: [`types`] (results of every version and their conversions),
 //! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
 //! [`version`], [`invoke`] (delegation to IPAM plugins), [`netns`]
-//! (the `CNI_NETNS` check), [`error`], and two encodings the reference's
+//! (the `CNI_NETNS` check), [`error`], [`failpoint`] (failure injection
+//! for tests, debug builds only), and two encodings the reference's
 //! on-disk and on-wire names depend on: [`sha512`] and [`base64`].
 
 pub mod args;
 pub mod base64;
 pub mod conf;
 pub mod error;
+pub mod failpoint;
 pub mod invoke;
 pub mod netns;
 pub mod sha512;

@@ -127,6 +127,26 @@ impl TestNetns {
         String::from_utf8_lossy(&self.exec(cmd).stdout).into_owned()
     }
 
+    /// Whether this kernel has bridge VLAN filtering
+    /// (CONFIG_BRIDGE_VLAN_FILTERING), as iproute2 finds out: by creating a
+    /// VLAN-filtering bridge here.
+    pub fn bridge_vlan_filtering(&self) -> bool {
+        let probe = unique_name("cnirsvl");
+        let add = [
+            "ip",
+            "link",
+            "add",
+            &probe,
+            "type",
+            "bridge",
+            "vlan_filtering",
+            "1",
+        ];
+        let ok = self.exec_output(&add).status.success();
+        self.exec_output(&["ip", "link", "delete", &probe]);
+        ok
+    }
+
     /// Delete now (to test DEL after the namespace is gone).
     pub fn delete(&mut self) {
         if !self.name.is_empty() {
@@ -272,6 +292,11 @@ impl Call {
         self.env.push((k.into(), v.into()));
         self
     }
+    /// Make the plugin fail at the failpoint `point` (`skel::failpoint`;
+    /// debug builds only).
+    pub fn fail_at(self, point: &str) -> Call {
+        self.env(skel::failpoint::FAIL_VAR, point)
+    }
 
     /// Run `bin` the way libcni does: every `CNI_*` variable exported (empty
     /// when unset), config on stdin, stdout and stderr captured.
@@ -312,6 +337,46 @@ impl Call {
             .wait_with_output()
             .unwrap_or_else(|e| panic!("wait {}: {e}", bin.display()));
         PluginRun::from_output(out)
+    }
+}
+
+/// A record of the failpoints (`skel::failpoint`) plugin runs pass, for
+/// the tests that fail every step of a command in turn: record a clean
+/// run, compare [`Failpoints::passed`] with the steps expected, then run
+/// once per step with [`Call::fail_at`].
+pub struct Failpoints {
+    dir: TempDir,
+}
+
+impl Failpoints {
+    pub fn new() -> Failpoints {
+        Failpoints {
+            dir: TempDir::new("failpoints"),
+        }
+    }
+
+    /// `call` with every failpoint it passes recorded here (its delegated
+    /// plugins' too).
+    pub fn record(&self, call: Call) -> Call {
+        let log = self.dir.join("log");
+        call.env(skel::failpoint::LOG_VAR, log.to_str().unwrap_or_default())
+    }
+
+    /// The points recorded so far whose names start with `prefix`
+    /// (`"bridge/"`), in order.
+    pub fn passed(&self, prefix: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Default for Failpoints {
+    fn default() -> Failpoints {
+        Failpoints::new()
     }
 }
 

@@ -1,59 +1,118 @@
-//! ADD, in the reference's order (§5.2): bridge, veth pair, port settings,
-//! IPAM, gateways, container addresses and routes, bridge gateway
-//! addresses, forwarding, masquerade, spoof check, result.
+//! ADD, in the reference's order (§5.2), in four phases:
 //!
-//! Unlike the reference, a failed ADD removes the veth it created, releases
-//! the addresses IPAM handed out and removes the firewall rules it added.
+//! 1. `link`: IPAM started (it runs meanwhile), bridge, veth pair, port
+//!    settings, container sysctls;
+//! 2. `addresses`: IPAM's result, gateways, firewall helpers started
+//!    (they run meanwhile), container addresses and routes; for an L2
+//!    attachment `layer2`: firewall helpers, container link up;
+//! 3. `gateway`: gateway addresses on the bridge (or on its VLAN
+//!    interface), forwarding;
+//! 4. `finish`: firewall helpers awaited, host port up, the result.
+//!
+//! Unlike the reference, a failed ADD undoes what it did: the veth pair,
+//! the IPAM addresses and the firewall rules (see `Undo`). Every side
+//! effect is followed by a `skel::failpoint`, so a test can fail each step
+//! in turn and check that nothing is left.
 
+use std::fs::File;
 use std::net::IpAddr;
 
-use cni_net::{IpNetwork, Netlink};
+use cni_net::{IpNetwork, Link, Netlink};
 use skel::CmdArgs;
+use skel::failpoint::hit;
 use skel::types::{Cidr, Interface, Result1, Route};
 
 use crate::bridge;
-use crate::config::{Backend, Config, format_mac};
+use crate::config::{self, Backend, Config};
 use crate::container;
 use crate::error::Error;
 use crate::masq::{self, Owner};
 use crate::nft;
 use crate::spoofchk;
 
-/// What a failed ADD has to undo.
+/// What a failed ADD removes. What it shares with other attachments stays:
+/// the bridge (also one this ADD created: a concurrent ADD may already use
+/// it), the bridge's gateway addresses and VLAN interface, and forwarding,
+/// as in the reference.
 #[derive(Default)]
 struct Undo {
-    container_link: bool,
+    /// The host end of the veth pair, by its (random, our own) name:
+    /// deleting it removes the container end too, whatever that is called
+    /// by now and whether or not the container's namespace is still there.
+    veth: Option<String>,
+    /// IPAM ADD was started: IPAM DEL releases whatever it took.
     ipam: bool,
-    /// The IPAM ADD while it runs; a failed ADD waits for it before
-    /// releasing the addresses, so the release follows the allocation.
-    ipam_running: Option<skel::invoke::Running>,
-    /// Firewall helper processes still running; waited for before the
-    /// rules are removed.
-    firewall: Option<Firewall>,
     masq: bool,
     spoofchk: bool,
+}
+
+/// Helper processes running while ADD goes on. A failed ADD waits for them
+/// before it undoes anything, so the undo follows their work.
+#[derive(Default)]
+struct Pending {
+    ipam: Option<skel::invoke::Running>,
+    firewall: Option<Firewall>,
+}
+
+/// The attachment's links as phase 1 leaves them.
+struct Links<'a> {
+    /// The container's namespace, and connections in it and in ours.
+    ns: &'a File,
+    cont: Netlink,
+    host: Netlink,
+    bridge: Link,
+    /// The host end of the veth pair.
+    port: Link,
+    /// The container end.
+    container: Link,
 }
 
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut conf = Config::parse(&args.stdin, &args.args)?;
     conf.validate_for_add()?;
+    config::check_ifname(&args.ifname)?;
     if !conf.is_layer3() && matches!(conf.cni_version.as_str(), "" | "0.1.0" | "0.2.0") {
         // A 0.1/0.2 result cannot express an attachment without addresses;
         // the reference finds out only after creating the veth.
         return Err(Error::internal("cannot convert: no valid IP addresses"));
     }
     let mut undo = Undo::default();
-    let out = run(args, &conf, &mut undo);
+    let mut pending = Pending::default();
+    let out = run(args, &conf, &mut undo, &mut pending);
     if let Err(e) = &out {
-        let errors = rollback(args, &conf, &mut undo);
-        for u in errors {
+        pending.settle();
+        for u in rollback(args, &conf, &undo) {
             eprintln!("bridge: cleanup after failed ADD ({e}): {u}");
         }
     }
     out
 }
 
-fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error> {
+fn run(
+    args: &CmdArgs,
+    conf: &Config,
+    undo: &mut Undo,
+    pending: &mut Pending,
+) -> Result<Result1, Error> {
+    let links = link(args, conf, undo, pending)?;
+    let mut result = new_result(args, &links);
+    if conf.is_layer3() {
+        let gateways = addresses(args, conf, &links, &mut result, undo, pending)?;
+        gateway(conf, &links, &gateways, &mut result)?;
+    } else {
+        layer2(args, conf, &links, undo, pending)?;
+    }
+    finish(conf, &links, result, pending)
+}
+
+/// Phase 1: IPAM started, bridge, veth pair, port settings, container
+/// sysctls.
+fn link<'a>(
+    args: &'a CmdArgs,
+    conf: &Config,
+    undo: &mut Undo,
+    pending: &mut Pending,
+) -> Result<Links<'a>, Error> {
     let ns = args.netns.file()?;
     let cont = Netlink::in_netns(ns)?;
     let host_name = bridge::random_veth_name()?;
@@ -63,148 +122,192 @@ fn run(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Result<Result1, Error>
         if cont.find_link(&args.ifname)?.is_some() {
             return Err(bridge::ifname_taken(&args.ifname, &host_name));
         }
-        // Started now and collected after the link work below, so the
-        // IPAM process starts and runs while this one talks netlink.
+        // Collected in phase 2, so the IPAM process starts and runs while
+        // this one talks netlink.
+        let running = skel::invoke::start(&conf.ipam_type, "ADD", &args.path, &args.stdin)?;
+        pending.ipam = Some(running);
         undo.ipam = true;
-        undo.ipam_running = Some(skel::invoke::start(
-            &conf.ipam_type,
-            "ADD",
-            &args.path,
-            &args.stdin,
-        )?);
+        hit("bridge/ipam-started")?;
     }
     let host = Netlink::host()?;
-    let br = bridge::ensure_bridge(&host, conf)?;
-
-    let port = bridge::create_veth(&host, ns, &args.ifname, conf.mac, conf.mtu, &br, host_name)?;
-    let host_name = port.name.clone();
-    undo.container_link = true;
+    let bridge = bridge::ensure_bridge(&host, conf)?;
+    hit("bridge/bridge-ready")?;
+    let port = bridge::create_veth(
+        &host,
+        ns,
+        &args.ifname,
+        conf.mac,
+        conf.mtu,
+        &bridge,
+        host_name,
+    )?;
+    undo.veth = Some(port.name.clone());
+    hit("bridge/veth-created")?;
     bridge::configure_port(&host, &port, conf)?;
-    let cont_link = cont.link_by_name(&args.ifname)?;
+    hit("bridge/port-configured")?;
+    let container = cont.link_by_name(&args.ifname)?;
     if conf.is_layer3() {
         container::set_sysctls(ns, &args.ifname, conf.enable_dad)?;
+        hit("bridge/container-sysctls")?;
     }
+    Ok(Links {
+        ns,
+        cont,
+        host,
+        bridge,
+        port,
+        container,
+    })
+}
 
-    let mut result = Result1 {
-        cni_version: skel::version::CURRENT.to_string(),
-        interfaces: vec![
-            Interface {
-                name: br.name.clone(),
-                mac: br.mac_string(),
-                ..Default::default()
-            },
-            Interface {
-                name: host_name.clone(),
-                mac: port.mac_string(),
-                ..Default::default()
-            },
-            Interface {
-                name: args.ifname.clone(),
-                mac: cont_link.mac_string(),
-                sandbox: args.netns_path.clone(),
-                ..Default::default()
-            },
-        ],
+/// The result so far: its interfaces, bridge, host veth, container veth
+/// (the indexes the reference's results use).
+fn new_result(args: &CmdArgs, links: &Links) -> Result1 {
+    let iface = |l: &Link| Interface {
+        name: l.name.clone(),
+        mac: l.mac_string(),
         ..Default::default()
     };
-
-    let owner = Owner {
-        network: &conf.name,
-        ifname: &args.ifname,
-        container_id: &args.container_id,
-    };
-    let spoof_id = spoofchk::id(&args.container_id, &args.ifname);
-    // Spoof-check nft work of this ADD, applied together with masquerade.
-    let mut nft_batch = Vec::new();
-    if conf.macspoofchk {
-        nft_batch.extend(spoofchk::setup_batch(
-            &spoof_id,
-            &host_name,
-            &format_mac(&cont_link.mac),
-        ));
+    let mut container = iface(&links.container);
+    container.sandbox = args.netns_path.clone();
+    Result1 {
+        cni_version: skel::version::CURRENT.to_string(),
+        interfaces: vec![iface(&links.bridge), iface(&links.port), container],
+        ..Default::default()
     }
+}
 
-    let mut masq_addrs: Vec<Cidr> = Vec::new();
-    if let Some(running) = undo.ipam_running.take() {
-        let ipam =
-            skel::invoke::wait_add(running, &conf.ipam_type, &conf.cni_version)?.into_v1()?;
-        result.ips = ipam.ips;
-        result.routes = ipam.routes;
-        result.dns = ipam.dns;
-        if result.ips.is_empty() {
-            return Err(Error::internal("IPAM plugin returned missing IP config"));
-        }
-        let (gws4, gws6) = calc_gateways(&mut result, conf);
-        if conf.ip_masq {
-            masq_addrs = result.ips.iter().map(|ip| ip.address).collect();
-        }
-        // Firewall helpers start now and are awaited at the end, so their
-        // processes run while the container is configured.
-        start_firewall(
-            conf,
-            &masq_addrs,
-            &owner,
-            std::mem::take(&mut nft_batch),
-            undo,
-        )?;
-        if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
-            container::set_v6_sysctls(ns, &args.ifname)?;
-        }
-        container::configure(&cont, &cont_link, &result, conf.enable_dad)?;
+/// Gateway addresses per family, from [`calc_gateways`].
+struct Gateways {
+    v4: Vec<IpNetwork>,
+    v6: Vec<IpNetwork>,
+}
 
-        if conf.is_gateway {
-            let all: Vec<IpNetwork> = gws4.iter().chain(gws6.iter()).copied().collect();
-            if !all.is_empty() {
-                if conf.vlan != 0 {
-                    let vl = bridge::ensure_vlan_interface(
-                        &host,
-                        &br,
-                        conf.vlan,
-                        conf.preserve_default_vlan,
-                    )
-                    .map_err(|e| e.context("failed to create vlan interface"))?;
-                    result.interfaces.push(Interface {
-                        name: vl.name.clone(),
-                        mac: vl.mac_string(),
-                        ..Default::default()
-                    });
-                    bridge::ensure_gateway_addrs(&host, &vl, &all, conf.force_address).map_err(
-                        |e| e.context("failed to set vlan interface for bridge with addr"),
-                    )?;
-                } else if bridge::ensure_gateway_addrs(&host, &br, &all, conf.force_address)
-                    .map_err(|e| e.context("failed to set bridge addr"))?
-                {
-                    bridge::pin_mac(&host, &br)
-                        .map_err(|e| e.context("failed to set bridge addr"))?;
-                }
-            }
-            if !gws4.is_empty() {
-                bridge::enable_forwarding(false)?;
-            }
-            if !gws6.is_empty() {
-                bridge::enable_forwarding(true)?;
-            }
-        }
+/// Phase 2: IPAM's result, gateways, firewall helpers started, container
+/// addresses and routes.
+fn addresses(
+    args: &CmdArgs,
+    conf: &Config,
+    links: &Links,
+    result: &mut Result1,
+    undo: &mut Undo,
+    pending: &mut Pending,
+) -> Result<Gateways, Error> {
+    let running = pending
+        .ipam
+        .take()
+        .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
+    let ipam = skel::invoke::wait_add(running, &conf.ipam_type, &conf.cni_version)?.into_v1()?;
+    hit("bridge/ipam-done")?;
+    if ipam.ips.is_empty() {
+        return Err(Error::internal("IPAM plugin returned missing IP config"));
+    }
+    result.ips = ipam.ips;
+    result.routes = ipam.routes;
+    result.dns = ipam.dns;
+    let (v4, v6) = calc_gateways(result, conf);
+    let masq_addrs: Vec<Cidr> = if conf.ip_masq {
+        result.ips.iter().map(|ip| ip.address).collect()
     } else {
-        start_firewall(conf, &[], &owner, nft_batch, undo)?;
-        if !conf.disable_container_interface {
-            cont.set_up(&cont_link).map_err(|e| {
-                Error::from(e).context(format!("failed to set {:?} up", args.ifname))
-            })?;
-        }
+        Vec::new()
+    };
+    // Awaited in phase 4, so the helpers run while the container is
+    // configured.
+    start_firewall(args, conf, links, &masq_addrs, undo, pending)?;
+    hit("bridge/firewall-started")?;
+    if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
+        container::set_v6_sysctls(links.ns, &args.ifname)?;
+        hit("bridge/container-v6-sysctls")?;
     }
-    if let Some(fw) = undo.firewall.take() {
+    container::configure(&links.cont, &links.container, result, conf.enable_dad)?;
+    hit("bridge/container-configured")?;
+    Ok(Gateways { v4, v6 })
+}
+
+/// Phase 2 of an L2 attachment: firewall helpers started, container link
+/// up unless `disableContainerInterface`.
+fn layer2(
+    args: &CmdArgs,
+    conf: &Config,
+    links: &Links,
+    undo: &mut Undo,
+    pending: &mut Pending,
+) -> Result<(), Error> {
+    start_firewall(args, conf, links, &[], undo, pending)?;
+    hit("bridge/firewall-started")?;
+    if !conf.disable_container_interface {
+        links
+            .cont
+            .set_up(&links.container)
+            .map_err(|e| Error::from(e).context(format!("failed to set {:?} up", args.ifname)))?;
+        hit("bridge/container-up")?;
+    }
+    Ok(())
+}
+
+/// Phase 3, with `isGateway`: the gateway addresses on the bridge, or on
+/// `<bridge>.<vlan>` with a VLAN; forwarding for each gateway family.
+fn gateway(
+    conf: &Config,
+    links: &Links,
+    gws: &Gateways,
+    result: &mut Result1,
+) -> Result<(), Error> {
+    if !conf.is_gateway {
+        return Ok(());
+    }
+    let all: Vec<IpNetwork> = gws.v4.iter().chain(&gws.v6).copied().collect();
+    let (host, br) = (&links.host, &links.bridge);
+    if !all.is_empty() {
+        if conf.vlan != 0 {
+            let vl = bridge::ensure_vlan_interface(host, br, conf.vlan, conf.preserve_default_vlan)
+                .map_err(|e| e.context("failed to create vlan interface"))?;
+            hit("bridge/vlan-interface")?;
+            result.interfaces.push(Interface {
+                name: vl.name.clone(),
+                mac: vl.mac_string(),
+                ..Default::default()
+            });
+            bridge::ensure_gateway_addrs(host, &vl, &all, conf.force_address)
+                .map_err(|e| e.context("failed to set vlan interface for bridge with addr"))?;
+        } else if bridge::ensure_gateway_addrs(host, br, &all, conf.force_address)
+            .map_err(|e| e.context("failed to set bridge addr"))?
+        {
+            bridge::pin_mac(host, br).map_err(|e| e.context("failed to set bridge addr"))?;
+        }
+        hit("bridge/gateway-addrs")?;
+    }
+    if !gws.v4.is_empty() {
+        bridge::enable_forwarding(false)?;
+    }
+    if !gws.v6.is_empty() {
+        bridge::enable_forwarding(true)?;
+    }
+    hit("bridge/forwarding")?;
+    Ok(())
+}
+
+/// Phase 4: firewall helpers awaited, host port up, live MACs, DNS.
+fn finish(
+    conf: &Config,
+    links: &Links,
+    mut result: Result1,
+    pending: &mut Pending,
+) -> Result<Result1, Error> {
+    if let Some(fw) = pending.firewall.take() {
         fw.finish()?;
     }
-
+    hit("bridge/firewall-done")?;
+    let (host, name) = (&links.host, &links.port.name);
     let port = if conf.disable_container_interface {
-        host.link_by_name(&host_name)?
+        host.link_by_name(name)?
     } else {
-        bridge::wait_port_up(&host, &host_name)?
+        bridge::wait_port_up(host, name)?
     };
+    hit("bridge/port-up")?;
     // MACs can change after enslaving and addressing (plugins #805).
     result.interfaces[1].mac = port.mac_string();
-    result.interfaces[0].mac = host.link_by_index(br.index)?.mac_string();
+    result.interfaces[0].mac = host.link_by_index(links.bridge.index)?.mac_string();
     if !conf.dns.is_empty() {
         result.dns = conf.dns.clone();
     }
@@ -219,24 +322,37 @@ enum Firewall {
     Joint(nft::Running),
 }
 
-/// Start the firewall work: one nft batch for masquerade and spoof check
-/// together when both go through nftables. Records what to undo.
+/// Start the firewall work for the masquerade addresses `masq_addrs` and
+/// the spoof check: one nft batch for both when both go through
+/// nftables. Records what to undo.
 fn start_firewall(
+    args: &CmdArgs,
     conf: &Config,
+    links: &Links,
     masq_addrs: &[Cidr],
-    owner: &Owner,
-    spoof_batch: Vec<serde_json::Value>,
     undo: &mut Undo,
+    pending: &mut Pending,
 ) -> Result<(), Error> {
+    let owner = Owner {
+        network: &conf.name,
+        ifname: &args.ifname,
+        container_id: &args.container_id,
+    };
+    let spoof_batch = if conf.macspoofchk {
+        let id = spoofchk::id(&args.container_id, &args.ifname);
+        spoofchk::setup_batch(&id, &links.port.name, &links.container.mac_string())
+    } else {
+        Vec::new()
+    };
     let backend = conf.ip_masq_backend;
     undo.masq = !masq_addrs.is_empty();
     undo.spoofchk = conf.macspoofchk;
     let masq_via_nft = !masq_addrs.is_empty() && backend != Some(Backend::Iptables);
     if masq_via_nft && !spoof_batch.is_empty() {
-        let mut batch = masq::nft_setup_batch(masq_addrs, owner);
+        let mut batch = masq::nft_setup_batch(masq_addrs, &owner);
         batch.extend(spoof_batch);
         let run = nft::start_apply(&batch).map_err(|e| e.into_error("set up ip masquerade"))?;
-        undo.firewall = Some(match run {
+        pending.firewall = Some(match run {
             Some(r) => Firewall::Joint(r),
             None => Firewall::Split(masq::Started::Nothing, None),
         });
@@ -247,10 +363,10 @@ fn start_firewall(
     } else {
         Some(Backend::Iptables)
     };
-    let masq = masq::setup_start(masq_backend, masq_addrs, owner)?;
+    let masq = masq::setup_start(masq_backend, masq_addrs, &owner)?;
     match nft::start_apply(&spoof_batch) {
         Ok(spoof) => {
-            undo.firewall = Some(Firewall::Split(masq, spoof));
+            pending.firewall = Some(Firewall::Split(masq, spoof));
             Ok(())
         }
         Err(e) => {
@@ -279,6 +395,19 @@ impl Firewall {
                 });
                 m.and(s)
             }
+        }
+    }
+}
+
+impl Pending {
+    /// Wait for every helper. Their outcome does not matter: the rollback
+    /// removes whatever they did.
+    fn settle(&mut self) {
+        if let Some(running) = self.ipam.take() {
+            let _ = running.wait();
+        }
+        if let Some(fw) = self.firewall.take() {
+            let _ = fw.finish();
         }
     }
 }
@@ -330,22 +459,11 @@ fn next_ip(ip: IpAddr) -> IpAddr {
 }
 
 /// Undo a failed ADD, best effort; returns what could not be undone.
-fn rollback(args: &CmdArgs, conf: &Config, undo: &mut Undo) -> Vec<Error> {
+fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
     let mut errors = Vec::new();
-    if let Some(running) = undo.ipam_running.take() {
-        // Its outcome does not matter: DEL below releases whatever it took.
-        let _ = running.wait();
-    }
-    if let Some(fw) = undo.firewall.take() {
-        // Likewise: teardown below removes whatever the helpers installed.
-        let _ = fw.finish();
-    }
-    if undo.container_link
-        && let Ok(ns) = args.netns.file()
-    {
-        // Deleting the container end removes the host end with it.
-        let r = Netlink::in_netns(ns).and_then(|c| match c.find_link(&args.ifname)? {
-            Some(l) => c.delete_link(&l),
+    if let Some(name) = &undo.veth {
+        let r = Netlink::host().and_then(|h| match h.find_link(name)? {
+            Some(l) => h.delete_link(&l),
             None => Ok(()),
         });
         if let Err(e) = r {

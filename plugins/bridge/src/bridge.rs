@@ -10,33 +10,14 @@ use cni_net::{BridgePortOptions, IpNetwork, Link, Netlink, VethPair, sysctl};
 use crate::config::Config;
 use crate::error::Error;
 
-/// The bridge named in the config, created if missing. Concurrent ADDs may
-/// race to create it; losing the race (`EEXIST`) is success as long as the
-/// winner made a bridge.
+/// The bridge named in the config, created if missing, up, with router
+/// advertisements off.
 pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
     let name = &conf.bridge;
     let fail = |e: Error| e.context(format!("failed to create bridge {name:?}"));
     let br = match host.find_link(name)? {
         Some(l) => l,
-        None => {
-            let mtu = (conf.mtu > 0).then_some(conf.mtu);
-            let created = match host.create_bridge(name, mtu, conf.vlan_filtering()) {
-                Ok(()) => true,
-                Err(e) if e.is_exists() => false,
-                Err(e) => return Err(fail(Error::from(e))),
-            };
-            // We own the bridge's routes: no router advertisements. Best
-            // effort, like the reference (IPv6 may be disabled).
-            let _ = sysctl::set(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
-            let br = host.link_by_name(name).map_err(|e| fail(e.into()))?;
-            if created && br.kind == "bridge" {
-                // Pin the MAC at once, also for L2 bridges: unpinned, a
-                // bridge takes its lowest port MAC and changes it as
-                // containers come and go (cni #285, plugins #805).
-                pin_mac(host, &br).map_err(fail)?;
-            }
-            br
-        }
+        None => create_bridge(host, conf).map_err(fail)?,
     };
     if br.kind != "bridge" {
         return Err(fail(Error::internal(format!(
@@ -53,6 +34,33 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
     }
     if !br.up {
         host.set_up(&br).map_err(|e| fail(e.into()))?;
+    }
+    // We own the bridge's routes, also on a bridge that already existed:
+    // otherwise a container's router advertisements change the host's
+    // routes. Best effort, like the reference (IPv6 may be disabled).
+    let _ = sysctl::set(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
+    Ok(br)
+}
+
+/// Create the bridge. Concurrent ADDs may race to create it; losing the
+/// race (`EEXIST`) is success, and the caller checks that the winner made
+/// a bridge.
+fn create_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
+    let mtu = (conf.mtu > 0).then_some(conf.mtu);
+    let created = match host.create_bridge(&conf.bridge, mtu, conf.vlan_filtering()) {
+        Ok(()) => true,
+        Err(e) if e.is_exists() => false,
+        Err(e) => return Err(e.into()),
+    };
+    if created {
+        skel::failpoint::hit("bridge/bridge-created")?;
+    }
+    let br = host.link_by_name(&conf.bridge)?;
+    if created && br.kind == "bridge" {
+        // Pin the MAC at once, also for L2 bridges: unpinned, a bridge
+        // takes its lowest port MAC and changes it as containers come and
+        // go (cni #285, plugins #805).
+        pin_mac(host, &br)?;
     }
     Ok(br)
 }
@@ -329,9 +337,14 @@ pub fn ensure_vlan_interface(
     };
     // A half-configured gateway interface would be reused by every later
     // ADD, so remove it when configuring it fails.
-    let configured = set_port_vlans(host, &port, vlan, None, preserve_default)
-        .and_then(|()| Ok(host.link_by_name(&name)?))
-        .and_then(|l| host.set_up(&l).map(|()| l).map_err(Error::from));
+    let configure = || -> Result<Link, Error> {
+        skel::failpoint::hit("bridge/vlan-veth-created")?;
+        set_port_vlans(host, &port, vlan, None, preserve_default)?;
+        let l = host.link_by_name(&name)?;
+        host.set_up(&l)?;
+        Ok(l)
+    };
+    let configured = configure();
     if configured.is_err() {
         let _ = host.delete_link(&port);
     }

@@ -146,6 +146,24 @@ impl Config {
                 "cannot set hairpin mode and promiscuous mode at the same time",
             ));
         }
+        self.check_link_names()
+    }
+
+    /// Names of links ADD may create: the bridge, and `<bridge>.<vlan>`
+    /// for a VLAN gateway. The kernel would refuse them late, or rewrite a
+    /// `%` template into another name.
+    fn check_link_names(&self) -> Result<(), Error> {
+        if let Some(p) = cni_net::link::name_problem(&self.bridge) {
+            return Err(Error::config(format!("bridge name {:?} {p}", self.bridge)));
+        }
+        let vlan_gateway = format!("{}.{}", self.bridge, self.vlan);
+        if self.is_gateway && self.vlan != 0 && cni_net::link::name_problem(&vlan_gateway).is_some()
+        {
+            return Err(Error::config(format!(
+                "bridge name {:?} is too long for its vlan gateway interface {vlan_gateway:?}",
+                self.bridge
+            )));
+        }
         Ok(())
     }
 
@@ -153,6 +171,18 @@ impl Config {
     pub fn vlan_filtering(&self) -> bool {
         self.vlan != 0 || self.vlan_trunk.is_some()
     }
+}
+
+/// `CNI_IFNAME` as the name of a new link. skel has made the reference's
+/// checks; this refuses what the kernel would still refuse or rewrite
+/// (`%d` is a template), with the same code and wording.
+pub fn check_ifname(ifname: &str) -> Result<(), Error> {
+    let Some(p) = cni_net::link::name_problem(ifname) else {
+        return Ok(());
+    };
+    let mut e = Error::internal(format!("interface name {p}"));
+    e.code = skel::code::INVALID_ENVIRONMENT;
+    Err(e)
 }
 
 /// Go-like field access on a JSON object.
@@ -325,13 +355,6 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6], Error> {
     Ok(out)
 }
 
-pub fn format_mac(mac: &[u8]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,13 +498,51 @@ mod tests {
     }
 
     #[test]
+    fn link_names_the_kernel_would_refuse_or_rewrite() {
+        let add_err = |json: &str| {
+            let e = parse(json).unwrap().validate_for_add().unwrap_err();
+            assert_eq!(e.code, skel::code::INVALID_NETWORK_CONFIG, "{json}");
+            e.msg.clone()
+        };
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"br%d"}"#),
+            "bridge name \"br%d\" contains %, which the kernel reads as a name template"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"br 0"}"#),
+            "bridge name \"br 0\" contains / or : or whitespace characters"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"abcdefghijklmnop"}"#),
+            "bridge name \"abcdefghijklmnop\" is too long"
+        );
+        assert_eq!(
+            add_err(r#"{"name":"n","bridge":"abcdefghijkl","vlan":100,"isGateway":true}"#),
+            "bridge name \"abcdefghijkl\" is too long for its vlan gateway interface \"abcdefghijkl.100\""
+        );
+        // Without a gateway no `<bridge>.<vlan>` is created.
+        let mut c = parse(r#"{"name":"n","bridge":"abcdefghijkl","vlan":100}"#).unwrap();
+        c.validate_for_add().unwrap();
+        // DEL never creates links: it takes any name.
+        assert!(parse(r#"{"name":"n","bridge":"br%d"}"#).is_ok());
+
+        let e = check_ifname("%d").unwrap_err();
+        assert_eq!(e.code, skel::code::INVALID_ENVIRONMENT);
+        assert_eq!(
+            e.msg,
+            "interface name contains %, which the kernel reads as a name template"
+        );
+        check_ifname("eth0").unwrap();
+    }
+
+    #[test]
     fn mac_precedence() {
         let base = r#"{"name":"n""#;
         let with = |extra: &str, args: &str| {
             Config::parse(format!("{base}{extra}}}").as_bytes(), args)
                 .unwrap()
                 .mac
-                .map(|m| format_mac(&m))
+                .map(|m| cni_net::format_mac(&m))
         };
         assert_eq!(
             with("", "MAC=02:00:00:00:00:01"),

@@ -543,13 +543,9 @@ pub enum Started {
     Nftables(NftSetup),
 }
 
-/// Install masquerade rules for `addrs`. With no configured backend,
-/// nftables is used when `nft` works, iptables otherwise.
-pub fn setup(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Result<(), Error> {
-    setup_finish(setup_start(backend, addrs, o)?)
-}
-
-/// Start [`setup`]'s helper processes; [`setup_finish`] waits for them.
+/// Start installing masquerade rules for `addrs`; [`setup_finish`] waits
+/// for the helper processes. With no configured backend, nftables is used
+/// when `nft` works, iptables otherwise.
 pub fn setup_start(backend: Option<Backend>, addrs: &[Cidr], o: &Owner) -> Result<Started, Error> {
     if addrs.is_empty() {
         return Ok(Started::Nothing);
@@ -715,7 +711,7 @@ mod tests {
     }
 
     #[test]
-    fn reference_chain_name() {
+    fn iptables_chain_name_matches_the_reference() {
         // Observed from the reference plugin: network "mq", container "c1".
         assert_eq!(
             format!("CNI-{}", hex_prefix("mqc1", 24)),
@@ -736,7 +732,7 @@ mod tests {
     }
 
     #[test]
-    fn reference_names() {
+    fn names_and_comments_match_the_reference() {
         assert_eq!(iptables_chain("mq", "c1"), "CNI-fb21b640fde7fb73bc20647d");
         assert_eq!(iptables_comment("mq", "c1"), r#"name: "mq" id: "c1""#);
         let c = nft_comment(&owner());
@@ -772,7 +768,7 @@ mod tests {
     }
 
     #[test]
-    fn nft_setup_is_one_batch() {
+    fn nft_json_setup_is_one_batch() {
         let b = nft_setup_batch(&[cidr("10.240.0.2/24"), cidr("fd40::2/64")], &owner());
         // table, 2 chains, flush, 3 base rules, 2 masquerade rules
         assert_eq!(b.len(), 9);
@@ -849,7 +845,7 @@ mod tests {
 -A CNI-fb21b640fde7fb73bc20647d ! -d 224.0.0.0/4 -m comment --comment \"name: \\\"mq\\\" id: \\\"c1\\\"\" -j MASQUERADE\nCOMMIT\n";
 
     #[test]
-    fn ipt_setup_batch() {
+    fn ipt_setup_batch_declares_chain_and_adds_jump_once() {
         let b = ipt_setup_restore("", &[cidr("10.33.0.2/24")], "mq", "c1");
         assert_eq!(
             b,

@@ -192,7 +192,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_listing() {
+    fn parses_rules_and_chains_of_a_listing() {
         let out = br#"{"nftables": [{"metainfo": {"version": "1.0.6"}},
             {"table": {"family": "inet", "name": "t", "handle": 3}},
             {"chain": {"family": "inet", "table": "t", "name": "c", "handle": 1}},
@@ -211,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn error_text() {
+    fn error_text_keeps_the_error_itself() {
         assert_eq!(
             first_error_line("/dev/stdin:1:17-26: Error: No such file or directory\nlist chain x"),
             "no such file or directory"

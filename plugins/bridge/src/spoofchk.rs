@@ -112,11 +112,6 @@ pub fn stale_ids(
     out
 }
 
-pub fn setup(id: &str, host_veth: &str, mac: &str) -> Result<(), Error> {
-    nft::apply(&setup_batch(id, host_veth, mac))
-        .map_err(|e| e.into_error("failed to setup spoof-check"))
-}
-
 fn listing() -> Result<Vec<Value>, Error> {
     nft::list_table(FAMILY, TABLE).map_err(|e| e.into_error("list spoof-check rules"))
 }
@@ -166,7 +161,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn setup_names() {
+    fn setup_batch_uses_the_reference_names() {
         let b = setup_batch("c1-eth0", "veth12345678", "02:00:00:00:00:01");
         assert_eq!(b.len(), 10);
         assert_eq!(b[1]["add"]["chain"]["prio"], -300);
@@ -198,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn teardown_deletes_jump_and_chains() {
+    fn teardown_deletes_jump_and_chains_of_one_attachment() {
         let b = teardown_batch(&listing(), "c1-eth0");
         assert_eq!(b.len(), 3);
         assert_eq!(b[0]["delete"]["rule"]["handle"], 4);

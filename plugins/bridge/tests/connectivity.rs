@@ -72,7 +72,7 @@ fn outside(host: &Host) -> TestNetns {
     out
 }
 
-fn masquerade(backend: &str) {
+fn containers_reach_outside_only_through_masquerade(backend: &str) {
     let host = Host::new("mq");
     let out = outside(&host);
     let mut conf = host.conf(
@@ -138,13 +138,13 @@ fn masquerade(backend: &str) {
 }
 
 #[test]
-fn masquerade_nftables() {
-    masquerade("nftables");
+fn masquerade_nftables_lets_containers_reach_outside() {
+    containers_reach_outside_only_through_masquerade("nftables");
 }
 
 #[test]
-fn masquerade_iptables() {
-    masquerade("iptables");
+fn masquerade_iptables_lets_containers_reach_outside() {
+    containers_reach_outside_only_through_masquerade("iptables");
 }
 
 /// On a kernel without `CONFIG_BRIDGE_VLAN_FILTERING` (this CI machine's) a
@@ -182,7 +182,7 @@ fn vlan_without_kernel_support_fails_cleanly() {
 }
 
 #[test]
-fn mtu_hairpin_isolation_and_promisc() {
+fn mtu_hairpin_isolation_and_promisc_reach_the_links() {
     let host = Host::new("pt");
     let conf = host.conf(
         "1.0.0",

@@ -108,7 +108,7 @@ fn failed_route_leaves_no_veth_and_no_lease() {
 }
 
 #[test]
-fn concurrent_adds_onto_a_new_bridge() {
+fn concurrent_adds_onto_a_new_bridge_all_succeed() {
     let host = Host::new("cc");
     let conf = host.conf("1.0.0", &["10.240.10.0/24"], json!({"isGateway": true}));
     let nss: Vec<TestNetns> = (0..32).map(|_| TestNetns::new("cc")).collect();
@@ -133,7 +133,7 @@ fn concurrent_adds_onto_a_new_bridge() {
 }
 
 #[test]
-fn result_shapes_per_version() {
+fn results_take_the_shape_of_each_version() {
     let host = Host::new("rs");
     for (i, v) in ["0.2.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
         .iter()
@@ -184,7 +184,7 @@ fn result_shapes_per_version() {
 }
 
 #[test]
-fn l2_mode_check_and_status() {
+fn l2_attachment_has_no_addresses_and_passes_check_and_status() {
     let host = Host::new("l2");
     let mut conf = host.conf("1.1.0", &[], json!({}));
     conf["ipam"] = json!({});
@@ -264,7 +264,7 @@ fn gc_removes_rules_of_stale_attachments() {
 }
 
 #[test]
-fn seed_config_works_as_written() {
+fn seed_config_gives_a_routed_masqueraded_container() {
     let host = Host::new("sd");
     let conf = json!({"cniVersion":"0.3.1","name":"bridge","type":"bridge",
         "bridge": host.bridge, "isGateway":true,"ipMasq":true,
@@ -282,9 +282,9 @@ fn seed_config_works_as_written() {
     assert!(!host.sh(&["nft", "list", "ruleset"]).contains("id: seed"));
 }
 
-/// The nftables ADD goes to the kernel over netlink: it leaves a healthy
-/// `postrouting` base chain alone (same rule handles, so nothing was
-/// flushed) and rebuilds it when someone broke it.
+/// The nftables ADD leaves a healthy `postrouting` base chain alone (same
+/// rule handles, so nothing was flushed) and rebuilds it when someone broke
+/// it.
 #[test]
 fn nftables_base_chain_is_reused_and_repaired() {
     let host = Host::new("nb");

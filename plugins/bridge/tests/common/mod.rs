@@ -53,13 +53,22 @@ impl Host {
     }
 
     pub fn call(&self, cmd: &str, conf: &Value, cid: &str, netns: &str, ifname: &str) -> PluginRun {
+        self.run(self.request(cmd, conf, cid, netns, ifname))
+    }
+
+    /// The call [`Host::call`] makes, to add to before [`Host::run`].
+    pub fn request(&self, cmd: &str, conf: &Value, cid: &str, netns: &str, ifname: &str) -> Call {
         Call::new(cmd)
             .container_id(cid)
             .netns(netns)
             .ifname(ifname)
             .path(self.path.to_str())
             .stdin(conf.to_string())
-            .run_in(self.ns.name(), bin())
+    }
+
+    /// Run `call` with this host's namespace as the plugin's.
+    pub fn run(&self, call: Call) -> PluginRun {
+        call.run_in(self.ns.name(), bin())
     }
 
     pub fn add(&self, conf: &Value, cid: &str, c: &TestNetns) -> Value {
@@ -120,6 +129,49 @@ pub fn has_link(ns: &TestNetns, ifname: &str) -> bool {
     ns.exec_output(&["ip", "link", "show", ifname])
         .status
         .success()
+}
+
+/// Every link of `ns` as `(name, peer)`; `peer` is what `ip` prints after
+/// `@` (`if7` for a veth whose peer lives in another namespace).
+pub fn links(ns: &TestNetns) -> Vec<(String, String)> {
+    ns.stdout(&["ip", "-o", "link", "show"])
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| match n.split_once('@') {
+            Some((name, peer)) => (name.to_string(), peer.to_string()),
+            None => (n.to_string(), String::new()),
+        })
+        .collect()
+}
+
+/// Firewall rules in the host namespace that mention container `cid`:
+/// nftables masquerade (`id: <cid>`) and spoof-check (`<cid>-<ifname>`)
+/// rules and chains, iptables rules (`id: "<cid>"`) and chains of either
+/// family.
+pub fn rules_of(host: &Host, cid: &str) -> Vec<String> {
+    let nft = host.sh(&["nft", "list", "ruleset"]);
+    let mut ipt = String::new();
+    for save in ["iptables-save", "ip6tables-save"] {
+        ipt.push_str(&String::from_utf8_lossy(
+            &host.ns.exec_output(&[save, "-t", "nat"]).stdout,
+        ));
+    }
+    let nft_markers = [format!("id: {cid}\""), format!("-{cid}-")];
+    let ipt_markers = [
+        format!("id: \\\"{cid}\\\""),
+        bridge::masq::iptables_chain(&host.net, cid),
+    ];
+    let mut out: Vec<String> = nft
+        .lines()
+        .filter(|l| nft_markers.iter().any(|m| l.contains(m)))
+        .map(str::to_string)
+        .collect();
+    out.extend(
+        ipt.lines()
+            .filter(|l| ipt_markers.iter().any(|m| l.contains(m)))
+            .map(str::to_string),
+    );
+    out
 }
 
 /// Names of the veth ports attached to `bridge` in the host.
