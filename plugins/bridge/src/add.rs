@@ -17,13 +17,14 @@
 use std::fs::File;
 use std::net::IpAddr;
 
+use cni_attach::{host_sysctl, iface, veth};
 use cni_net::{IpNetwork, Link, Netlink};
 use skel::CmdArgs;
 use skel::failpoint::hit;
 use skel::types::{Cidr, Interface, Result1, Route};
 
 use crate::bridge;
-use crate::config::{self, Backend, Config};
+use crate::config::{Backend, Config};
 use crate::container;
 use crate::error::Error;
 use crate::masq::{self, Owner};
@@ -70,7 +71,7 @@ struct Links<'a> {
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut conf = Config::parse(&args.stdin, &args.args)?;
     conf.validate_for_add()?;
-    config::check_ifname(&args.ifname)?;
+    veth::check_ifname(&args.ifname)?;
     if !conf.is_layer3() && matches!(conf.cni_version.as_str(), "" | "0.1.0" | "0.2.0") {
         // A 0.1/0.2 result cannot express an attachment without addresses;
         // the reference finds out only after creating the veth.
@@ -115,12 +116,12 @@ fn link<'a>(
 ) -> Result<Links<'a>, Error> {
     let ns = args.netns.file()?;
     let cont = Netlink::in_netns(ns)?;
-    let host_name = bridge::random_veth_name()?;
+    let host_name = veth::random_name()?;
     if conf.is_layer3() {
         // IPAM must not run for an attachment that already exists: the
         // rollback of this ADD would release that attachment's addresses.
         if cont.find_link(&args.ifname)?.is_some() {
-            return Err(bridge::ifname_taken(&args.ifname, &host_name));
+            return Err(veth::ifname_taken(&args.ifname, &host_name));
         }
         // Collected in phase 2, so the IPAM process starts and runs while
         // this one talks netlink.
@@ -132,15 +133,14 @@ fn link<'a>(
     let host = Netlink::host()?;
     let bridge = bridge::ensure_bridge(&host, conf)?;
     hit("bridge/bridge-ready")?;
-    let port = bridge::create_veth(
-        &host,
+    let spec = veth::Spec {
         ns,
-        &args.ifname,
-        conf.mac,
-        conf.mtu,
-        &bridge,
-        host_name,
-    )?;
+        ifname: &args.ifname,
+        mac: conf.mac,
+        mtu: conf.mtu,
+        master: Some(&bridge),
+    };
+    let port = veth::create(&host, &spec, host_name)?;
     undo.veth = Some(port.name.clone());
     hit("bridge/veth-created")?;
     bridge::configure_port(&host, &port, conf)?;
@@ -216,10 +216,10 @@ fn addresses(
     start_firewall(args, conf, links, &masq_addrs, undo, pending)?;
     hit("bridge/firewall-started")?;
     if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
-        container::set_v6_sysctls(links.ns, &args.ifname)?;
+        iface::set_v6_sysctls(links.ns, &args.ifname)?;
         hit("bridge/container-v6-sysctls")?;
     }
-    container::configure(&links.cont, &links.container, result, conf.enable_dad)?;
+    iface::configure(&links.cont, &links.container, result, 2, conf.enable_dad)?;
     hit("bridge/container-configured")?;
     Ok(Gateways { v4, v6 })
 }
@@ -277,11 +277,14 @@ fn gateway(
         }
         hit("bridge/gateway-addrs")?;
     }
+    let forward = |ipv6| {
+        host_sysctl::enable_forwarding(ipv6).map_err(|e| e.context("failed to enable forwarding"))
+    };
     if !gws.v4.is_empty() {
-        bridge::enable_forwarding(false)?;
+        forward(false)?;
     }
     if !gws.v6.is_empty() {
-        bridge::enable_forwarding(true)?;
+        forward(true)?;
     }
     hit("bridge/forwarding")?;
     Ok(())

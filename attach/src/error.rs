@@ -1,0 +1,108 @@
+//! The error of the main plugins and of this crate: skel's CNI error (code,
+//! message, and the details of a delegated plugin's error), wrapped so that
+//! `cni-net` failures convert into it here, at the plugin boundary, as code
+//! 999 like every plain error of the reference. `cni-net` knows nothing of
+//! CNI codes.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+/// A CNI error of a main plugin; reads and writes like [`skel::Error`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub skel::Error);
+
+impl Error {
+    /// See [`skel::Error::internal`].
+    pub fn internal(msg: impl Into<String>) -> Error {
+        Error(skel::Error::internal(msg))
+    }
+
+    /// See [`skel::Error::config`].
+    pub fn config(msg: impl Into<String>) -> Error {
+        Error(skel::Error::config(msg))
+    }
+
+    /// See [`skel::Error::decode`].
+    pub fn decode(msg: impl Into<String>) -> Error {
+        Error(skel::Error::decode(msg))
+    }
+
+    /// See [`skel::Error::context`].
+    pub fn context(self, what: impl fmt::Display) -> Error {
+        Error(self.0.context(what))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Deref for Error {
+    type Target = skel::Error;
+    fn deref(&self) -> &skel::Error {
+        &self.0
+    }
+}
+
+impl DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut skel::Error {
+        &mut self.0
+    }
+}
+
+impl From<skel::Error> for Error {
+    fn from(e: skel::Error) -> Error {
+        Error(e)
+    }
+}
+
+/// Every namespace, netlink or nftables failure is a plain error (999),
+/// its message the `cni-net` error's text.
+impl From<cni_net::Error> for Error {
+    fn from(e: cni_net::Error) -> Error {
+        Error::internal(e.to_string())
+    }
+}
+
+impl From<Error> for skel::Error {
+    fn from(e: Error) -> skel::Error {
+        e.0
+    }
+}
+
+/// Several independent failures (DEL, GC) reported together: the first
+/// error's code, all messages joined with `; `.
+pub fn join(errors: Vec<Error>) -> Result<(), Error> {
+    let mut iter = errors.into_iter();
+    let Some(first) = iter.next() else {
+        return Ok(());
+    };
+    let mut out = first;
+    for e in iter {
+        out.msg.push_str("; ");
+        out.msg.push_str(&e.msg);
+    }
+    Err(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_keeps_every_message() {
+        assert_eq!(join(vec![]), Ok(()));
+        let e = join(vec![Error::internal("a"), Error::config("b")]).unwrap_err();
+        assert_eq!(e, Error::internal("a; b"));
+    }
+
+    #[test]
+    fn net_errors_are_internal_with_their_text() {
+        let n = cni_net::Error::errno("find link eth9", cni_net::Errno::ENODEV);
+        let e = skel::Error::from(Error::from(n));
+        assert_eq!(e.code, skel::code::INTERNAL);
+        assert_eq!(e.msg, "find link eth9: no such device");
+    }
+}
