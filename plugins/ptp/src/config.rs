@@ -1,0 +1,124 @@
+//! The ptp plugin's stdin configuration (the reference's `NetConf`): the
+//! common keys, `ipMasq`, `ipMasqBackend` and `mtu`. Unknown keys are
+//! ignored, `null` keeps the default.
+
+use serde::Deserialize;
+use skel::conf::Ipam;
+use skel::types::{Dns, null_default};
+
+use crate::error::Error;
+
+/// Which firewall interface carries the masquerade rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Nftables,
+    Iptables,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub cni_version: String,
+    pub name: String,
+    /// `ipam.type`; required by ADD (`no plugin name provided`).
+    pub ipam_type: String,
+    pub dns: Dns,
+    pub ip_masq: bool,
+    /// `None`: chosen by the firewall layer.
+    pub ip_masq_backend: Option<Backend>,
+    /// MTU of both veth ends; 0 is the kernel default.
+    pub mtu: u32,
+}
+
+/// The keys as the reference declares them.
+#[derive(Deserialize)]
+#[serde(rename = "main.NetConf")]
+struct NetConf {
+    #[serde(rename = "cniVersion", default, deserialize_with = "null_default")]
+    cni_version: String,
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+    #[serde(default, deserialize_with = "null_default")]
+    ipam: Ipam,
+    #[serde(default, deserialize_with = "null_default")]
+    dns: Dns,
+    #[serde(rename = "ipMasq", default, deserialize_with = "null_default")]
+    ip_masq: bool,
+    #[serde(rename = "ipMasqBackend", default)]
+    ip_masq_backend: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    mtu: i64,
+}
+
+impl Config {
+    pub fn parse(stdin: &[u8]) -> Result<Config, Error> {
+        let nc: NetConf = serde_json::from_slice(stdin)
+            .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
+        let ip_masq_backend = match nc.ip_masq_backend.as_deref() {
+            None => None,
+            Some("nftables") => Some(Backend::Nftables),
+            Some("iptables") => Some(Backend::Iptables),
+            Some(other) => {
+                return Err(Error::config(format!("unknown ipmasq backend {other:?}")));
+            }
+        };
+        // The kernel takes an MTU as 32 bits; Go would wrap a negative one.
+        let mtu =
+            u32::try_from(nc.mtu).map_err(|_| Error::config(format!("invalid MTU {}", nc.mtu)))?;
+        Ok(Config {
+            cni_version: nc.cni_version,
+            name: nc.name,
+            ipam_type: nc.ipam.plugin_type,
+            dns: nc.dns,
+            ip_masq: nc.ip_masq,
+            ip_masq_backend,
+            mtu,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, Error> {
+        Config::parse(s.as_bytes())
+    }
+
+    #[test]
+    fn keys_and_defaults() {
+        let c = parse(
+            r#"{"cniVersion":"1.0.0","name":"n","type":"ptp","ipMasq":true,"mtu":1400,
+                "ipMasqBackend":"iptables","ipam":{"type":"host-local","x":1},
+                "dns":{"nameservers":["10.240.0.53"]},"unknown":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.cni_version.as_str(),
+                c.name.as_str(),
+                c.ipam_type.as_str()
+            ),
+            ("1.0.0", "n", "host-local")
+        );
+        assert!(c.ip_masq);
+        assert_eq!(c.ip_masq_backend, Some(Backend::Iptables));
+        assert_eq!(c.mtu, 1400);
+        assert_eq!(c.dns.nameservers, vec!["10.240.0.53"]);
+
+        let d = parse(r#"{"name":"n","ipam":null,"mtu":null,"ipMasq":null}"#).unwrap();
+        assert_eq!((d.mtu, d.ip_masq, d.ip_masq_backend), (0, false, None));
+        assert!(d.ipam_type.is_empty() && d.dns.is_empty());
+    }
+
+    #[test]
+    fn invalid_values() {
+        let e = parse(r#"{"name":"n","ipMasqBackend":"ebpf"}"#).unwrap_err();
+        assert_eq!(e.code, skel::code::INVALID_NETWORK_CONFIG);
+        assert_eq!(e.msg, "unknown ipmasq backend \"ebpf\"");
+        let e = parse(r#"{"name":"n","mtu":-1}"#).unwrap_err();
+        assert_eq!((e.code, e.msg.as_str()), (7, "invalid MTU -1"));
+        let e = parse(r#"{"name":"n","mtu":"1400"}"#).unwrap_err();
+        assert_eq!(e.code, skel::code::DECODING_FAILURE);
+        assert!(e.msg.starts_with("failed to load netconf: "), "{}", e.msg);
+    }
+}

@@ -1,0 +1,41 @@
+//! DEL: idempotent and best effort. IPAM DEL first, as the reference; then
+//! the container interface (which takes the host end, its addresses and
+//! routes with it); then the masquerade rules, by their comment / chain
+//! name, so they go even when `CNI_NETNS` is empty, the namespace is gone
+//! or the interface is. Every step runs even when an earlier one failed,
+//! and all failures are reported together.
+
+use cni_attach::error::join;
+use cni_attach::teardown;
+use cni_net::Netlink;
+use skel::{CmdArgs, Netns};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::masq;
+
+pub fn del(args: &CmdArgs) -> Result<(), Error> {
+    let conf = Config::parse(&args.stdin)?;
+    let mut errors = Vec::new();
+    if let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin) {
+        errors.push(e.into());
+    }
+    // Addresses narrow which iptables families are read; prevResult and the
+    // interface both tell them.
+    let mut addrs = teardown::prev_addrs(&args.stdin);
+    if let Netns::Open { file, .. } = &args.netns {
+        match teardown::delete_link(file, &args.ifname) {
+            Ok(found) => addrs.extend(found),
+            Err(e) => errors.push(e),
+        }
+    }
+    if conf.ip_masq {
+        let removed = Netlink::host()
+            .map_err(Error::from)
+            .and_then(|host| masq::teardown(args, &conf, &host, &addrs));
+        if let Err(e) = removed {
+            errors.push(e);
+        }
+    }
+    join(errors)
+}
