@@ -111,12 +111,12 @@ impl Failure {
                     );
                 }
                 match skel::Error::from_json(&stdout) {
-                    Some(e) => {
+                    Ok(e) => {
                         let mut err = Error::plugin(e.code, e.msg);
                         err.details = e.details;
                         err
                     }
-                    None => Error::plugin(
+                    Err(_) => Error::plugin(
                         skel::code::DECODING_FAILURE,
                         format!(
                             "{how} and printed an unparsable error {}{}",

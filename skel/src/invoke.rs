@@ -111,8 +111,8 @@ impl Running {
             )));
         }
         match Error::from_json(&out.stdout) {
-            Some(e) => Err(e),
-            None => Err(Error::internal(format!(
+            Ok(e) => Err(e),
+            Err(_) => Err(Error::internal(format!(
                 "netplugin failed but error parsing its diagnostic message {:?}",
                 String::from_utf8_lossy(&out.stdout)
             ))),

@@ -484,3 +484,60 @@ fn oversized_stdin_is_refused() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["code"], 5);
 }
+
+// ------------------------------------------------ Go's HTML-safe escaping
+
+/// A plugin whose ADD fails or succeeds with text full of the characters
+/// Go's encoder escapes (`<`, `>`, `&`, U+2028, U+2029).
+struct Html;
+
+const HTML_TEXT: &str = "a<b&c>\u{2028}";
+
+impl Plugin for Html {
+    fn about(&self) -> String {
+        "CNI html plugin".into()
+    }
+    fn versions(&self) -> Vec<String> {
+        vec!["1.0.0".into(), "<9.9.9&>".into()]
+    }
+    fn add(&self, _args: &CmdArgs) -> Outcome {
+        let mut r = Result1 {
+            cni_version: "1.0.0".into(),
+            ..Default::default()
+        };
+        r.dns.search = vec![HTML_TEXT.into()];
+        Ok(Reply::Result(r.into()))
+    }
+    fn del(&self, _args: &CmdArgs) -> Outcome {
+        Err(Error::with_details(7, HTML_TEXT, HTML_TEXT))
+    }
+}
+
+#[test]
+fn error_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &full_env("DEL"), CONF_100);
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stdout,
+        "{\n    \"code\": 7,\n    \"msg\": \"a\\u003cb\\u0026c\\u003e\\u2028\",\n    \"details\": \"a\\u003cb\\u0026c\\u003e\\u2028\"\n}"
+    );
+}
+
+#[test]
+fn result_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &full_env("ADD"), CONF_100);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert_eq!(
+        o.stdout,
+        "{\n    \"cniVersion\": \"1.0.0\",\n    \"dns\": {\n        \"search\": [\n            \"a\\u003cb\\u0026c\\u003e\\u2028\"\n        ]\n    }\n}"
+    );
+}
+
+#[test]
+fn version_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &[("CNI_COMMAND", "VERSION")], "");
+    assert_eq!(
+        o.stdout,
+        "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.0.0\",\"\\u003c9.9.9\\u0026\\u003e\"]}\n"
+    );
+}
