@@ -9,7 +9,8 @@
 //!
 //! Modules: [`types`] (results of every version and their conversions),
 //! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
-//! [`version`], [`invoke`] (delegation to IPAM plugins), [`netns`]
+//! [`version`], [`exec`] (running a program), [`invoke`] (delegation to
+//! IPAM plugins through it), [`netns`]
 //! (the `CNI_NETNS` check), [`error`], [`gojson`] (Go's JSON decoding and
 //! encoding rules, for every config read and every document printed), and
 //! two encodings the reference's on-disk and on-wire names depend on:
@@ -19,6 +20,7 @@ pub mod args;
 pub mod base64;
 pub mod conf;
 pub mod error;
+pub mod exec;
 pub mod gojson;
 pub mod invoke;
 pub mod netns;
