@@ -71,7 +71,9 @@ pub struct CmdArgs {
 /// A CNI plugin. Commands not overridden succeed without output, like a nil
 /// function in the reference skel.
 pub trait Plugin {
-    /// Whether skel must open and vet `CNI_NETNS` before ADD/DEL/CHECK.
+    /// Whether skel must open and vet `CNI_NETNS` before ADD/DEL/CHECK and
+    /// hand it over in [`CmdArgs::netns`]. Either way, skel refuses a
+    /// `CNI_NETNS` naming the plugin's own namespace before ADD and DEL.
     const USES_NETNS: bool = false;
 
     /// `CNI <name> plugin <version>`, printed when `CNI_COMMAND` is unset.
@@ -298,7 +300,7 @@ fn dispatch<P: Plugin>(
     let outcome = match cmd {
         Cmd::Add | Cmd::Del => {
             check_supported(&args.cni_version, &versions)?;
-            open_netns::<P>(&mut args)?;
+            vet_netns::<P>(cmd, &mut args)?;
             if cmd == Cmd::Add {
                 plugin.add(&args)
             } else {
@@ -334,7 +336,7 @@ fn dispatch<P: Plugin>(
             check_supported(&args.cni_version, &versions)?;
             match cmd {
                 Cmd::Check => {
-                    open_netns::<P>(&mut args)?;
+                    vet_netns::<P>(cmd, &mut args)?;
                     plugin.check(&args)
                 }
                 Cmd::Status => plugin.status(&args),
@@ -356,11 +358,16 @@ fn dispatch<P: Plugin>(
     }))
 }
 
-fn open_netns<P: Plugin>(args: &mut CmdArgs) -> Result<(), Error> {
+/// `CNI_NETNS` before the plugin runs: opened and vetted for plugins that
+/// use it (ADD, DEL, CHECK); for the others, the reference skel's refusal
+/// of the plugin's own namespace on ADD and DEL. `CNI_NETNS_OVERRIDE`
+/// (`true` in any case, or `1`) lets the own namespace through.
+fn vet_netns<P: Plugin>(cmd: Cmd, args: &mut CmdArgs) -> Result<(), Error> {
+    let allow_own = args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
     if P::USES_NETNS {
-        let allow_own =
-            args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
         args.netns = netns::open(&args.netns_path, allow_own)?;
+    } else if !allow_own && matches!(cmd, Cmd::Add | Cmd::Del) {
+        netns::refuse_own(&args.netns_path)?;
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ pub fn call(cmd: &str, id: &str, ifname: &str) -> Call {
     Call::new(cmd)
         .container_id(id)
         .ifname(ifname)
-        .netns("/proc/self/ns/net")
+        .netns("/run/netns/cnirs-hl-unused")
         .path("/nonexistent")
 }
 
