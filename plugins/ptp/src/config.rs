@@ -1,6 +1,7 @@
 //! The ptp plugin's stdin configuration (the reference's `NetConf`): the
-//! common keys, `ipMasq`, `ipMasqBackend` and `mtu`. Unknown keys are
-//! ignored, `null` keeps the default.
+//! common keys, `ipMasq`, `ipMasqBackend` and `mtu`, decoded as Go does
+//! (`skel::gojson`: keys matched case-insensitively, unknown keys ignored,
+//! `null` keeps the default, Go's wording for values of the wrong type).
 
 use serde::Deserialize;
 use skel::conf::Ipam;
@@ -51,7 +52,7 @@ struct NetConf {
 
 impl Config {
     pub fn parse(stdin: &[u8]) -> Result<Config, Error> {
-        let nc: NetConf = serde_json::from_slice(stdin)
+        let nc: NetConf = skel::gojson::unmarshal(stdin)
             .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
         let ip_masq_backend = match nc.ip_masq_backend.as_deref() {
             None => None,
@@ -105,6 +106,10 @@ mod tests {
         assert_eq!(c.mtu, 1400);
         assert_eq!(c.dns.nameservers, vec!["10.240.0.53"]);
 
+        // Go's decoder: any case of a key, `null` for the zero value.
+        let g = parse(r#"{"Name":"n","IPMASQ":true,"Mtu":9000,"IPAM":{"Type":"static"}}"#).unwrap();
+        assert_eq!((g.name.as_str(), g.ip_masq, g.mtu), ("n", true, 9000));
+        assert_eq!(g.ipam_type, "static");
         let d = parse(r#"{"name":"n","ipam":null,"mtu":null,"ipMasq":null}"#).unwrap();
         assert_eq!((d.mtu, d.ip_masq, d.ip_masq_backend), (0, false, None));
         assert!(d.ipam_type.is_empty() && d.dns.is_empty());
@@ -119,6 +124,19 @@ mod tests {
         assert_eq!((e.code, e.msg.as_str()), (7, "invalid MTU -1"));
         let e = parse(r#"{"name":"n","mtu":"1400"}"#).unwrap_err();
         assert_eq!(e.code, skel::code::DECODING_FAILURE);
-        assert!(e.msg.starts_with("failed to load netconf: "), "{}", e.msg);
+        assert_eq!(
+            e.msg,
+            "failed to load netconf: json: cannot unmarshal string into Go struct field \
+             NetConf.mtu of type int"
+        );
+        let e = parse("[]").unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (
+                6,
+                "failed to load netconf: json: cannot unmarshal array into Go value of type \
+                 main.NetConf"
+            )
+        );
     }
 }
