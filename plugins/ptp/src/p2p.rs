@@ -59,8 +59,8 @@ fn host_prefix(ip: IpAddr) -> IpNetwork {
 }
 
 /// Requests in the container's namespace: the addresses of interface 1,
-/// link up, a route to each gateway, IPAM's routes, each subnet via its
-/// gateway.
+/// a route to each gateway, IPAM's routes, each subnet via its gateway.
+/// The link is up already.
 pub fn container(link: &Link, result: &Result1) -> Result<Requests, Error> {
     let mut reqs = Requests::new();
     let ips: Vec<&IpConfig> = result
@@ -70,7 +70,6 @@ pub fn container(link: &Link, result: &Result1) -> Result<Requests, Error> {
         .collect();
     let flags = AddrFlags::NODAD | AddrFlags::NOPREFIXROUTE;
     let gws = iface::addresses(&mut reqs, link, ips.iter().copied(), flags);
-    reqs.set_up(link);
     for ip in &ips {
         let route = RouteSpec {
             oif: Some(link.index),

@@ -20,6 +20,7 @@ const DUAL_STACK: &[&str] = &[
     "ptp/ipam-started",
     "ptp/veth-created",
     "ptp/host-veth-ready",
+    "ptp/container-up",
     "ptp/ipam-done",
     "ptp/forwarding",
     "ptp/container-v6-sysctls",
