@@ -9,12 +9,13 @@
 //! 3. `finish`: masquerade awaited, DNS, the result.
 //!
 //! Unlike the reference, a failed ADD undoes what it did: the veth pair,
-//! the IPAM addresses and the masquerade rules (see `Undo`). Every side
+//! the IPAM addresses (`cni_attach::add`) and the masquerade rules. Every side
 //! effect is followed by a `skel::failpoint`, so a test can fail each step
 //! in turn and check that nothing is left.
 
 use std::fs::File;
 
+use cni_attach::add::{self, Extra, Frame};
 use cni_attach::{host_sysctl, iface, veth};
 use cni_net::{Link, Netlink};
 use skel::CmdArgs;
@@ -26,24 +27,34 @@ use crate::error::Error;
 use crate::masq;
 use crate::p2p;
 
-/// What a failed ADD removes. Forwarding stays on, as in the reference:
-/// other attachments may need it.
-#[derive(Default)]
-struct Undo {
-    /// The host end of the veth pair, by its (random, our own) name:
-    /// deleting it removes the container end and the host routes too.
-    veth: Option<String>,
-    /// IPAM ADD was started: IPAM DEL releases whatever it took.
-    ipam: bool,
-    masq: bool,
+/// ptp's own part of a failed ADD: the masquerade rules. The frame
+/// undoes the veth pair and IPAM; forwarding stays on, as in the
+/// reference (other attachments may need it).
+struct Masquerade<'a> {
+    args: &'a CmdArgs,
+    conf: &'a Config,
+    /// Rules were being installed.
+    started: bool,
+    /// `iptables-restore` still running.
+    pending: Option<masq::Pending>,
 }
 
-/// Helper processes running while ADD goes on. A failed ADD waits for them
-/// before it undoes anything, so the undo follows their work.
-#[derive(Default)]
-struct Pending {
-    ipam: Option<skel::invoke::Running>,
-    masq: Option<masq::Pending>,
+impl Extra for Masquerade<'_> {
+    fn settle(&mut self) {
+        if let Some(m) = self.pending.take() {
+            let _ = m.wait();
+        }
+    }
+
+    fn undo(&self, host: &Netlink) -> Vec<Error> {
+        if !self.started {
+            return Vec::new();
+        }
+        masq::teardown(self.args, self.conf, host, &[])
+            .err()
+            .into_iter()
+            .collect()
+    }
 }
 
 /// The attachment's links as phase 1 leaves them.
@@ -61,51 +72,30 @@ struct Links<'a> {
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let conf = Config::parse(&args.stdin)?;
     veth::check_ifname(&args.ifname)?;
-    let mut undo = Undo::default();
-    let mut pending = Pending::default();
-    let out = run(args, &conf, &mut undo, &mut pending);
-    if let Err(e) = &out {
-        pending.settle();
-        for u in rollback(args, &conf, &undo) {
-            eprintln!("ptp: cleanup after failed ADD ({e}): {u}");
-        }
-    }
-    out
+    let mut masq = Masquerade {
+        args,
+        conf: &conf,
+        started: false,
+        pending: None,
+    };
+    add::run("ptp", args, &conf.ipam_type, &mut masq, |frame, masq| {
+        let links = link(args, &conf, frame)?;
+        let result = address(args, &conf, &links, frame, masq)?;
+        finish(&conf, result, masq)
+    })
 }
 
-fn run(
-    args: &CmdArgs,
-    conf: &Config,
-    undo: &mut Undo,
-    pending: &mut Pending,
-) -> Result<Result1, Error> {
-    let links = link(args, conf, undo, pending)?;
-    let result = address(args, conf, &links, undo, pending)?;
-    finish(conf, result, pending)
-}
-
-/// Phase 1: IPAM started, veth pair, the host end's sysctl.
-fn link<'a>(
-    args: &'a CmdArgs,
-    conf: &Config,
-    undo: &mut Undo,
-    pending: &mut Pending,
-) -> Result<Links<'a>, Error> {
+/// Phase 1: IPAM started, veth pair, the host end's sysctls, container end
+/// up.
+fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links<'a>, Error> {
     let ns = args.netns.file().map_err(|e| {
         Error::from(e).context(format!("failed to open netns {:?}", args.netns_path))
     })?;
     let cont = Netlink::in_netns(ns)?;
     let host_name = veth::random_name()?;
-    // IPAM must not run for an attachment that already exists: the
-    // rollback of this ADD would release that attachment's addresses.
-    if cont.find_link(&args.ifname)?.is_some() {
-        return Err(veth::ifname_taken(&args.ifname, &host_name));
-    }
     // Collected in phase 2, so the IPAM process runs while this one talks
     // netlink.
-    let running = skel::invoke::start(&conf.ipam_type, "ADD", &args.path, &args.stdin)?;
-    pending.ipam = Some(running);
-    undo.ipam = true;
+    frame.start_ipam(&cont, &host_name)?;
     hit("ptp/ipam-started")?;
     let host = Netlink::host()?;
     let spec = veth::Spec {
@@ -115,8 +105,7 @@ fn link<'a>(
         mtu: conf.mtu,
         master: None,
     };
-    let port = veth::create(&host, &spec, host_name)?;
-    undo.veth = Some(port.name.clone());
+    let port = frame.create_veth(&host, &spec, host_name)?;
     hit("ptp/veth-created")?;
     host_sysctl::refuse_router_advertisements(&port.name);
     // The host end's link-local address appears when the container end
@@ -149,14 +138,10 @@ fn address(
     args: &CmdArgs,
     conf: &Config,
     links: &Links,
-    undo: &mut Undo,
-    pending: &mut Pending,
+    frame: &mut Frame,
+    masq: &mut Masquerade,
 ) -> Result<Result1, Error> {
-    let running = pending
-        .ipam
-        .take()
-        .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
-    let ipam = skel::invoke::wait_add(running, &conf.ipam_type, &conf.cni_version)?.into_v1()?;
+    let ipam = frame.ipam_result(&conf.cni_version)?;
     hit("ptp/ipam-done")?;
     let result = new_result(args, links, ipam)?;
 
@@ -168,8 +153,8 @@ fn address(
     }
     hit("ptp/forwarding")?;
     if conf.ip_masq {
-        undo.masq = true;
-        pending.masq = Some(masq::setup(args, conf, &links.host, &result)?);
+        masq.started = true;
+        masq.pending = Some(masq::setup(args, conf, &links.host, &result)?);
         hit("ptp/masquerade-started")?;
     }
     if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
@@ -187,9 +172,6 @@ fn address(
 /// reference orders them; IPAM's addresses, all on the container end, each
 /// with a gateway ([`p2p::gateway`]); IPAM's routes and DNS.
 fn new_result(args: &CmdArgs, links: &Links, ipam: Result1) -> Result<Result1, Error> {
-    if ipam.ips.is_empty() {
-        return Err(Error::internal("IPAM plugin returned missing IP config"));
-    }
     let mut ips = ipam.ips;
     for ip in &mut ips {
         p2p::gateway(ip)?;
@@ -214,8 +196,8 @@ fn new_result(args: &CmdArgs, links: &Links, ipam: Result1) -> Result<Result1, E
 }
 
 /// Phase 3: masquerade awaited, DNS from the config when it sets any.
-fn finish(conf: &Config, mut result: Result1, pending: &mut Pending) -> Result<Result1, Error> {
-    if let Some(m) = pending.masq.take() {
+fn finish(conf: &Config, mut result: Result1, masq: &mut Masquerade) -> Result<Result1, Error> {
+    if let Some(m) = masq.pending.take() {
         m.wait()?;
     }
     hit("ptp/masquerade-done")?;
@@ -223,42 +205,4 @@ fn finish(conf: &Config, mut result: Result1, pending: &mut Pending) -> Result<R
         result.dns = conf.dns.clone();
     }
     Ok(result)
-}
-
-impl Pending {
-    /// Wait for every helper. Their outcome does not matter: the rollback
-    /// removes whatever they did.
-    fn settle(&mut self) {
-        if let Some(running) = self.ipam.take() {
-            let _ = running.wait();
-        }
-        if let Some(m) = self.masq.take() {
-            let _ = m.wait();
-        }
-    }
-}
-
-/// Undo a failed ADD, best effort; returns what could not be undone.
-fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
-    let mut errors = Vec::new();
-    let host = match Netlink::host() {
-        Ok(h) => h,
-        Err(e) => return vec![e.into()],
-    };
-    if let Some(name) = &undo.veth
-        && let Err(e) = veth::remove(&host, name)
-    {
-        errors.push(e);
-    }
-    if undo.ipam
-        && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
-    {
-        errors.push(e.into());
-    }
-    if undo.masq
-        && let Err(e) = masq::teardown(args, conf, &host, &[])
-    {
-        errors.push(e);
-    }
-    errors
 }

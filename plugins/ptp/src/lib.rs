@@ -24,40 +24,12 @@ pub mod p2p;
 
 pub use cni_attach::error;
 
-use skel::{CmdArgs, Outcome, Reply};
-
-/// The plugin as skel sees it.
-pub struct Ptp;
-
-impl skel::Plugin for Ptp {
-    const USES_NETNS: bool = true;
-
-    fn about(&self) -> String {
-        format!("CNI ptp plugin v{}", env!("CARGO_PKG_VERSION"))
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        let result = add::add(args)?;
-        Ok(Reply::Result(result.into()))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        del::del(args)?;
-        Ok(Reply::None)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        check::check(args)?;
-        Ok(Reply::None)
-    }
-
-    fn status(&self, args: &CmdArgs) -> Outcome {
-        gc::status(args)?;
-        Ok(Reply::None)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        gc::gc(args)?;
-        Ok(Reply::None)
-    }
-}
+/// The plugin, for `skel::main`.
+pub const PLUGIN: cni_attach::Main = cni_attach::Main {
+    name: "ptp",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: gc::status,
+    gc: gc::gc,
+};

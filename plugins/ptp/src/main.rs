@@ -1,3 +1,3 @@
 fn main() {
-    skel::main(&ptp::Ptp)
+    skel::main(&ptp::PLUGIN)
 }
