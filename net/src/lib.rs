@@ -14,7 +14,7 @@
 //! loop, pipelining and nfnetlink batches), [`batch`] (several changes in
 //! one round trip), [`link`], [`bridge_port`] (port VLANs), [`addr`],
 //! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
-//! netlink, in transactions), [`error`].
+//! netlink, in transactions), [`tc`] (qdiscs and filters), [`error`].
 //!
 //! ```no_run
 //! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
@@ -36,6 +36,7 @@ pub mod netns;
 pub mod nftables;
 pub mod route;
 pub mod sysctl;
+pub mod tc;
 
 pub use addr::{Addr, AddrFlags};
 pub use batch::Batch;

@@ -18,8 +18,10 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_MASTER: u16 = 10;
+const IFLA_TXQLEN: u16 = 13;
 const IFLA_PROTINFO: u16 = 12;
 const IFLA_OPERSTATE: u16 = 16;
+const IFLA_IFALIAS: u16 = 20;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
@@ -71,6 +73,8 @@ pub struct Link {
     pub promisc: bool,
     /// The kernel's promiscuity counter (bridge ports raise it too).
     pub promiscuity: u32,
+    /// `IFLA_IFALIAS`, the free-text description (`ip link set alias`).
+    pub alias: Option<String>,
 }
 
 impl Link {
@@ -193,6 +197,7 @@ impl Link {
             link_netnsid: None,
             promisc: flags & IFF_PROMISC != 0,
             promiscuity: 0,
+            alias: None,
         };
         for (kind, d) in attrs(b.get(16..)?) {
             match kind {
@@ -206,6 +211,7 @@ impl Link {
                 IFLA_LINK => link.link = u32_of(d).filter(|i| *i != 0),
                 IFLA_LINK_NETNSID => link.link_netnsid = u32_of(d).map(|v| v as i32),
                 IFLA_PROMISCUITY => link.promiscuity = u32_of(d).unwrap_or(0),
+                IFLA_IFALIAS => link.alias = Some(str_of(d)).filter(|a| !a.is_empty()),
                 IFLA_LINKINFO => {
                     if let Some((_, k)) = attrs(d).find(|(k, _)| *k == IFLA_INFO_KIND) {
                         link.kind = str_of(k);
@@ -230,6 +236,16 @@ fn get_by_name(name: &str) -> Msg {
     let mut m = Msg::new(RTM_GETLINK, 0, &ifinfo(0, 0, 0, 0));
     m.str(IFLA_IFNAME, name);
     m
+}
+
+#[cfg(test)]
+impl Link {
+    /// A link with only an index and a name, for message tests.
+    pub(crate) fn named(index: u32, name: &str) -> Link {
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, index, 0, 0));
+        m.str(IFLA_IFNAME, name);
+        Link::from_body(m.body()).unwrap_or_else(|| unreachable!())
+    }
 }
 
 impl Netlink {
@@ -419,6 +435,56 @@ impl Netlink {
             .into_iter()
             .next()
             .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+    }
+
+    /// Create an IFB device (`ip link add NAME mtu M txqueuelen 0 type
+    /// ifb`, up), give it `alias`, and return it as the kernel reports it.
+    /// `EEXIST` when the name is taken; the alias is only set on a device
+    /// this call created.
+    pub fn create_ifb(&self, name: &str, mtu: u32, alias: Option<&str>) -> Result<Link> {
+        let mut m = Msg::new(
+            RTM_NEWLINK,
+            NLM_F_CREATE | NLM_F_EXCL,
+            &ifinfo(0, 0, IFF_UP, IFF_UP),
+        );
+        m.str(IFLA_IFNAME, name);
+        if mtu > 0 {
+            m.u32(IFLA_MTU, mtu);
+        }
+        // No queue: the tbf put on the device is the only one (the
+        // reference sets 0 too, see its PR #1097).
+        m.u32(IFLA_TXQLEN, 0);
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "ifb");
+        });
+        let create_op = format!("create ifb {name}");
+        let find_op = format!("find link {name}");
+        let (created, found) = self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
+        created?;
+        let mut link = links_of(found?)
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))?;
+        if let Some(alias) = alias {
+            // The kernel ignores IFLA_IFALIAS when it creates a link.
+            let mut m = by_index(link.index);
+            m.str(IFLA_IFALIAS, alias);
+            self.set_link(&format!("set alias of {name}"), m)?;
+            link.alias = Some(alias.to_string());
+        }
+        Ok(link)
+    }
+
+    /// The index of the veth `name`'s peer (`IFLA_LINK`), valid in the
+    /// peer's namespace. Fails when `name` is missing or not a veth.
+    pub fn veth_peer_index(&self, name: &str) -> Result<u32> {
+        let link = self.link_by_name(name)?;
+        let op = format!("find veth peer of {name}");
+        if link.kind != "veth" {
+            return Err(Error::other(op, format!("{name} is not a veth interface")));
+        }
+        link.link
+            .ok_or_else(|| Error::other(op, "the kernel reports no peer index"))
     }
 
     /// Set bridge-port options of `port` (an enslaved link) through
