@@ -425,7 +425,7 @@ fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
     })
     .unwrap();
     let inside = Netlink::in_netns(peer_ns).unwrap();
-    let peer = inside.veth_peer_index("eth0").unwrap();
+    let peer = inside.veth_peer_index("eth0").unwrap().unwrap();
     assert_eq!(host.link_by_index(peer).unwrap().name, veth);
     (ifb, dev)
 }

@@ -476,15 +476,11 @@ impl Netlink {
     }
 
     /// The index of the veth `name`'s peer (`IFLA_LINK`), valid in the
-    /// peer's namespace. Fails when `name` is missing or not a veth.
-    pub fn veth_peer_index(&self, name: &str) -> Result<u32> {
+    /// peer's namespace; `None` when `name` is not a veth (or a kernel
+    /// older than 4.1 does not say).
+    pub fn veth_peer_index(&self, name: &str) -> Result<Option<u32>> {
         let link = self.link_by_name(name)?;
-        let op = format!("find veth peer of {name}");
-        if link.kind != "veth" {
-            return Err(Error::other(op, format!("{name} is not a veth interface")));
-        }
-        link.link
-            .ok_or_else(|| Error::other(op, "the kernel reports no peer index"))
+        Ok(link.link.filter(|_| link.kind == "veth"))
     }
 
     /// Set bridge-port options of `port` (an enslaved link) through
