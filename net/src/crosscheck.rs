@@ -425,8 +425,10 @@ fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
     })
     .unwrap();
     let inside = Netlink::in_netns(peer_ns).unwrap();
-    let peer = inside.veth_peer_index("eth0").unwrap().unwrap();
-    assert_eq!(host.link_by_index(peer).unwrap().name, veth);
+    let crate::VethPeer::Found(peer) = host.veth_peer(&inside, "eth0").unwrap() else {
+        panic!("no veth peer");
+    };
+    assert_eq!(peer.name, veth);
     (ifb, dev)
 }
 

@@ -475,12 +475,22 @@ impl Netlink {
         Ok(link)
     }
 
-    /// The index of the veth `name`'s peer (`IFLA_LINK`), valid in the
-    /// peer's namespace; `None` when `name` is not a veth (or a kernel
-    /// older than 4.1 does not say).
-    pub fn veth_peer_index(&self, name: &str) -> Result<Option<u32>> {
-        let link = self.link_by_name(name)?;
-        Ok(link.link.filter(|_| link.kind == "veth"))
+    /// The other end of the veth `name` of namespace `container`, looked
+    /// up in this handle's namespace by its index (`IFLA_LINK`) and
+    /// confirmed to be a veth whose own peer is `name` (an index alone may
+    /// name an unrelated link when the peer lives elsewhere). Fails only
+    /// when `name` cannot be looked up.
+    pub fn veth_peer(&self, container: &Netlink, name: &str) -> Result<VethPeer> {
+        let inner = container.link_by_name(name)?;
+        let Some(index) = inner.link.filter(|_| inner.kind == "veth") else {
+            return Ok(VethPeer::NotVeth);
+        };
+        match self.link_by_index(index) {
+            Ok(l) if l.kind == "veth" && l.link == Some(inner.index) => Ok(VethPeer::Found(l)),
+            Ok(_) => Ok(VethPeer::Elsewhere(index)),
+            Err(e) if e.is_not_found() => Ok(VethPeer::Elsewhere(index)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Set bridge-port options of `port` (an enslaved link) through
@@ -502,6 +512,18 @@ impl Netlink {
         });
         self.set_link(&format!("set bridge port options of {}", port.name), m)
     }
+}
+
+/// What [`Netlink::veth_peer`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VethPeer {
+    /// The peer, in this namespace.
+    Found(Link),
+    /// The link is not a veth (or a kernel older than 4.1 does not give
+    /// the peer's index).
+    NotVeth,
+    /// The peer, of this index, is not in this namespace.
+    Elsewhere(u32),
 }
 
 /// Bridge-port settings; `None` leaves a setting as it is.

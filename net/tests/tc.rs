@@ -7,7 +7,7 @@ use std::fs::File;
 
 use cni_net::tc::filter::{ACT_STOLEN, EGRESS_REDIRECT, ETH_P_ALL};
 use cni_net::tc::{self, QdiscSpec, Tbf, U32Redirect};
-use cni_net::{Link, Netlink, VethPair};
+use cni_net::{Link, Netlink, VethPair, VethPeer};
 use serde_json::Value;
 use testsupport::{TestNetns, unique_name};
 
@@ -332,9 +332,17 @@ fn veth_peer_is_found_from_the_other_namespace() {
     })
     .unwrap();
     let inside = Netlink::in_netns(&cont_file).unwrap();
-    let peer = inside.veth_peer_index("eth0").unwrap().unwrap();
-    assert_eq!(host.link_by_index(peer).unwrap().name, name);
-    assert_eq!(inside.veth_peer_index("lo").unwrap(), None);
-    let e = inside.veth_peer_index("eth9").unwrap_err();
+    let VethPeer::Found(peer) = host.veth_peer(&inside, "eth0").unwrap() else {
+        panic!("no peer");
+    };
+    assert_eq!(peer.name, name);
+    assert_eq!(host.veth_peer(&inside, "lo").unwrap(), VethPeer::NotVeth);
+    let e = host.veth_peer(&inside, "eth9").unwrap_err();
     assert!(e.is_not_found(), "{e}");
+    // Seen from a namespace that does not hold the peer.
+    let elsewhere = Netlink::in_netns(&open(&TestNetns::new("tcve"))).unwrap();
+    assert!(matches!(
+        elsewhere.veth_peer(&inside, "eth0").unwrap(),
+        VethPeer::Elsewhere(_)
+    ));
 }

@@ -149,7 +149,8 @@ impl Qdisc {
             ROOT => "root".to_string(),
             p => format!("parent {}", format_handle(p)),
         };
-        format!("{} {} {parent}", self.kind, format_handle(self.handle))
+        // tc prints a qdisc's own handle as `major:` (`0:` for a default).
+        format!("{} {:x}: {parent}", self.kind, self.handle >> 16)
     }
 }
 
@@ -263,6 +264,8 @@ mod tests {
         let q = Qdisc::from_body(m.body()).unwrap();
         assert!(q.is(&QdiscSpec::Clsact) && !q.is_default());
         assert_eq!(q.describe(), "clsact ffff: parent ffff:fff1");
+        let m = new_qdisc(0, &dev, ROOT, 0, &QdiscSpec::Ingress);
+        assert_eq!(Qdisc::from_body(m.body()).unwrap().describe(), "ingress 0: root");
         assert!(Qdisc::from_body(&[0; 12]).is_none());
     }
 }

@@ -170,6 +170,40 @@ impl<'a> Undo<'a> {
     }
 }
 
+/// Remove from the host end `veth` what ADD put there for the IFB
+/// `ifb`: the ingress qdisc when it holds nothing but our redirect, and
+/// the root qdisc when it is `tbf` (ADD's, from the same limits). Anything
+/// else is left alone. Returns the failures.
+pub fn unshape(nl: &Netlink, veth: &Link, ifb: Option<&Link>, tbf: Option<Tbf>) -> Vec<Error> {
+    let mut errors = Vec::new();
+    let mut remove = |r: cni_net::Result<()>| match r {
+        Err(e) if !e.is_not_found() => errors.push(failed("remove qdisc")(e)),
+        _ => {}
+    };
+    if let Some(ifb) = ifb {
+        match nl.filters(veth, tc::INGRESS_HANDLE) {
+            Ok(filters)
+                if filters.iter().any(|f| f.redirects_all_to(ifb.index))
+                    && filters.iter().all(|f| is_ours(f, ifb.index)) =>
+            {
+                remove(nl.delete_qdisc(veth, tc::INGRESS_PARENT, tc::INGRESS_HANDLE));
+            }
+            Ok(_) => {}
+            Err(e) => remove(Err(e)),
+        }
+    }
+    if let Some(tbf) = tbf {
+        match nl.qdisc_at(veth, tc::ROOT) {
+            Ok(Some(q)) if q.handle == TBF_HANDLE && q.is(&QdiscSpec::Tbf(tbf)) => {
+                remove(nl.delete_qdisc(veth, tc::ROOT, TBF_HANDLE));
+            }
+            Ok(_) => {}
+            Err(e) => remove(Err(e)),
+        }
+    }
+    errors
+}
+
 /// A filter entry of ours (or the reference's): the redirect to `ifb` or
 /// the bare entries `u32` lists beside it, at our priority.
 fn is_ours(f: &Filter, ifb: u32) -> bool {

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -36,7 +37,8 @@ pub fn reference() -> &'static Path {
 
 /// A container attached to a host namespace by a veth pair.
 pub struct Pod {
-    pub host: TestNetns,
+    /// Shared by [`Pod::sibling`]s.
+    pub host: Rc<TestNetns>,
     pub cont: TestNetns,
     /// The host end of the veth.
     pub veth: String,
@@ -46,7 +48,31 @@ pub struct Pod {
 
 impl Pod {
     pub fn new(tag: &str) -> Pod {
-        let host = TestNetns::new(&format!("{tag}h"));
+        let pod = Pod::attach(
+            Rc::new(TestNetns::new(&format!("{tag}h"))),
+            tag,
+            unique_name("bwnet"),
+        );
+        pod.host.exec(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{HOST_IP}/30"),
+            "dev",
+            &pod.veth,
+        ]);
+        pod.cont
+            .exec(&["ip", "addr", "add", &format!("{CONT_IP}/30"), "dev", "eth0"]);
+        pod
+    }
+
+    /// Another container on the same host, in network `net`, without
+    /// addresses (for tests that need no traffic).
+    pub fn sibling(&self, tag: &str, net: &str) -> Pod {
+        Pod::attach(self.host.clone(), tag, net.to_string())
+    }
+
+    fn attach(host: Rc<TestNetns>, tag: &str, net: String) -> Pod {
         let cont = TestNetns::new(&format!("{tag}c"));
         let veth = unique_name("cnirsbw");
         host.exec(&[
@@ -62,16 +88,14 @@ impl Pod {
             "netns",
             cont.name(),
         ]);
-        host.exec(&["ip", "addr", "add", &format!("{HOST_IP}/30"), "dev", &veth]);
         host.exec(&["ip", "link", "set", &veth, "up"]);
-        cont.exec(&["ip", "addr", "add", &format!("{CONT_IP}/30"), "dev", "eth0"]);
         cont.exec(&["ip", "link", "set", "eth0", "up"]);
         cont.exec(&["ip", "link", "set", "lo", "up"]);
         Pod {
             host,
             cont,
             veth,
-            net: unique_name("bwnet"),
+            net,
             cid: unique_name("ctr"),
         }
     }
