@@ -15,6 +15,13 @@ fn open(ns: &TestNetns) -> File {
     File::open(ns.path()).unwrap()
 }
 
+/// `tc ARGS` in `ns` (split at whitespace); panics when it fails.
+fn tc(ns: &TestNetns, args: &str) {
+    let mut cmd = vec!["tc"];
+    cmd.extend(args.split_whitespace());
+    ns.exec(&cmd);
+}
+
 fn tc_json(ns: &TestNetns, args: &[&str]) -> Value {
     let mut cmd = vec!["tc", "-j"];
     cmd.extend_from_slice(args);
@@ -47,10 +54,13 @@ fn tc_tbf(ns: &TestNetns, dev: &str, rate: u64, burst: u64, limit: u32) {
         format!("{burst}b"),
         format!("{limit}b"),
     );
-    ns.exec(&[
-        "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", &r, "burst", &b,
-        "limit", &l,
-    ]);
+    tc(
+        ns,
+        &format!(
+            "qdisc add dev {} root handle 1: tbf rate {} burst {} limit {}",
+            dev, r, b, l
+        ),
+    );
 }
 
 /// (rate bits/s, burst bits): the reference's example values, rates and
@@ -138,33 +148,14 @@ fn ingress_redirect_filter_matches_tc() {
         to: target.index,
     };
     nl.add_u32_redirect(&ours, &f).unwrap();
-    ns.exec(&["tc", "qdisc", "add", "dev", &theirs.name, "ingress"]);
-    ns.exec(&[
-        "tc",
-        "filter",
-        "add",
-        "dev",
-        &theirs.name,
-        "parent",
-        "ffff:",
-        "protocol",
-        "all",
-        "prio",
-        "1",
-        "u32",
-        "match",
-        "u32",
-        "0",
-        "0",
-        "classid",
-        "1:1",
-        "action",
-        "mirred",
-        "egress",
-        "redirect",
-        "dev",
-        &target.name,
-    ]);
+    tc(&ns, &format!("qdisc add dev {} ingress", theirs.name));
+    tc(
+        &ns,
+        &format!(
+            "filter add dev {} parent ffff: protocol all prio 1 u32 match u32 0 0 classid 1:1 action mirred egress redirect dev {}",
+            theirs.name, target.name
+        ),
+    );
     assert_eq!(qdiscs_of(&ns, &ours.name), qdiscs_of(&ns, &theirs.name));
     let filters = |dev: &str| {
         let mut v = tc_json(&ns, &["filter", "show", "dev", dev, "parent", "ffff:"]);
@@ -237,7 +228,7 @@ fn conflicts_are_seen_and_listed() {
     assert!(now.is(&QdiscSpec::Tbf(other_tbf)) && !now.is(&QdiscSpec::Tbf(t)));
 
     // Someone else's clsact is in the way of an ingress qdisc.
-    ns.exec(&["tc", "qdisc", "add", "dev", &other.name, "clsact"]);
+    tc(&ns, &format!("qdisc add dev {} clsact", other.name));
     let e = nl
         .add_qdisc(
             &other,
@@ -251,29 +242,13 @@ fn conflicts_are_seen_and_listed() {
     assert!(found.is(&QdiscSpec::Clsact), "{found:?}");
     assert_eq!(found.describe(), "clsact ffff: parent ffff:fff1");
     // A filter that matches something is listed, and is no catch-all.
-    ns.exec(&[
-        "tc",
-        "filter",
-        "add",
-        "dev",
-        &other.name,
-        "ingress",
-        "protocol",
-        "ip",
-        "prio",
-        "3",
-        "u32",
-        "match",
-        "ip",
-        "dst",
-        "10.240.0.1/32",
-        "action",
-        "mirred",
-        "egress",
-        "redirect",
-        "dev",
-        &dev.name,
-    ]);
+    tc(
+        &ns,
+        &format!(
+            "filter add dev {} ingress protocol ip prio 3 u32 match ip dst 10.240.0.1/32 action mirred egress redirect dev {}",
+            other.name, dev.name
+        ),
+    );
     let listed = nl.filters(&other, tc::handle(0xffff, 0xfff2)).unwrap();
     let node = listed.iter().find(|f| !f.is_bare()).unwrap();
     assert_eq!((node.prio, node.protocol), (3, 0x0800));

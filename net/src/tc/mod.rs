@@ -265,7 +265,10 @@ mod tests {
         assert!(q.is(&QdiscSpec::Clsact) && !q.is_default());
         assert_eq!(q.describe(), "clsact ffff: parent ffff:fff1");
         let m = new_qdisc(0, &dev, ROOT, 0, &QdiscSpec::Ingress);
-        assert_eq!(Qdisc::from_body(m.body()).unwrap().describe(), "ingress 0: root");
+        assert_eq!(
+            Qdisc::from_body(m.body()).unwrap().describe(),
+            "ingress 0: root"
+        );
         assert!(Qdisc::from_body(&[0; 12]).is_none());
     }
 }

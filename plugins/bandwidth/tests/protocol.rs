@@ -149,46 +149,19 @@ fn check_finds_what_changed() {
     }
     // Same rate and limit, another bucket.
     let limit = format!("{}b", 125_000 / 40 + 12_500);
-    pod.host.exec(&[
-        "tc",
-        "qdisc",
-        "replace",
-        "dev",
-        &pod.veth,
-        "root",
-        "handle",
-        "1:",
-        "tbf",
-        "rate",
-        "125000bps",
-        "burst",
-        "5000b",
-        "limit",
-        &limit,
-    ]);
+    pod.tc(&format!(
+        "qdisc replace dev {} root handle 1: tbf rate 125000bps burst 5000b limit {}",
+        pod.veth, limit
+    ));
     assert_eq!(check_err(&conf), "Buffer doesn't match");
     // tc's own numbers for the reference's example are the reference's.
-    pod.host.exec(&[
-        "tc",
-        "qdisc",
-        "replace",
-        "dev",
-        &pod.veth,
-        "root",
-        "handle",
-        "1:",
-        "tbf",
-        "rate",
-        "125000bps",
-        "burst",
-        "12500b",
-        "limit",
-        &limit,
-    ]);
+    pod.tc(&format!(
+        "qdisc replace dev {} root handle 1: tbf rate 125000bps burst 12500b limit {}",
+        pod.veth, limit
+    ));
     pod.call("CHECK", &conf).ok();
     // The redirect is gone.
-    pod.host
-        .exec(&["tc", "filter", "del", "dev", &pod.veth, "ingress"]);
+    pod.tc(&format!("filter del dev {} ingress", pod.veth));
     assert_eq!(
         check_err(&conf),
         format!(
@@ -198,8 +171,7 @@ fn check_finds_what_changed() {
         )
     );
     // The tbf is gone (the reference passed this one).
-    pod.host
-        .exec(&["tc", "qdisc", "del", "dev", &pod.veth, "root"]);
+    pod.tc(&format!("qdisc del dev {} root", pod.veth));
     assert_eq!(
         check_err(&conf),
         format!(
@@ -247,10 +219,8 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
         del.run_in(pod.host.name(), bin()).ok();
         // Without its namespace the container's veth is gone in real
         // life, its qdiscs with it; here the test removes them.
-        pod.host
-            .exec(&["tc", "qdisc", "del", "dev", &pod.veth, "root"]);
-        pod.host
-            .exec(&["tc", "qdisc", "del", "dev", &pod.veth, "ingress"]);
+        pod.tc(&format!("qdisc del dev {} root", pod.veth));
+        pod.tc(&format!("qdisc del dev {} ingress", pod.veth));
     }
     // Limits the reference would refuse: the IFB and the redirect go, the
     // tbf (whose numbers are unknown) stays with the veth.

@@ -147,6 +147,14 @@ impl Pod {
             .run_in(self.host.name(), reference())
     }
 
+    /// `tc ARGS` in the host namespace (`ARGS` split at whitespace);
+    /// panics when it fails.
+    pub fn tc(&self, args: &str) {
+        let mut cmd = vec!["tc"];
+        cmd.extend(args.split_whitespace());
+        self.host.exec(&cmd);
+    }
+
     /// `tc -j qdisc show dev D` in the host namespace.
     pub fn qdiscs(&self, dev: &str) -> Vec<Value> {
         tc_json(&self.host, &["qdisc", "show", "dev", dev])
