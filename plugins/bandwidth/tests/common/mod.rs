@@ -105,25 +105,36 @@ impl Pod {
         bandwidth::ifb::name(&self.net, &self.cid)
     }
 
-    /// What the main plugin's ADD would have returned, in `version`'s
-    /// shape (1.x here; skel converts for older configs).
+    /// What the main plugin's ADD would have returned, in 1.0.0's shape.
     pub fn prev(&self) -> Value {
-        json!({
-            "cniVersion": "1.0.0",
+        self.prev_in("1.0.0")
+    }
+
+    /// [`Pod::prev`] in `version`'s shape (the Go plugin wants the
+    /// config's version family).
+    pub fn prev_in(&self, version: &str) -> Value {
+        let mut ip = json!({"address": format!("{CONT_IP}/30"), "interface": 1});
+        let mut prev = json!({
+            "cniVersion": version,
             "interfaces": [
                 {"name": self.veth, "mac": mac(&self.host, &self.veth)},
                 {"name": "eth0", "mac": mac(&self.cont, "eth0"), "sandbox": self.cont.path()},
             ],
-            "ips": [{"address": format!("{CONT_IP}/30"), "interface": 1}],
-        })
+        });
+        if version.starts_with("0.") {
+            ip["version"] = json!("4");
+            prev["dns"] = json!({});
+        }
+        prev["ips"] = json!([ip]);
+        prev
     }
 
     /// A config of `version` with `keys` merged in and this pod's
-    /// `prevResult`.
+    /// `prevResult` in that version.
     pub fn conf(&self, version: &str, keys: Value) -> Value {
         let mut c = json!({"cniVersion": version, "name": self.net, "type": "bandwidth"});
         merge(&mut c, &keys);
-        c["prevResult"] = self.prev();
+        c["prevResult"] = self.prev_in(version);
         c
     }
 
