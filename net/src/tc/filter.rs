@@ -8,7 +8,7 @@ use crate::link::Link;
 use crate::netlink::{
     Msg, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, Netlink, attrs, be32_of, str_of, u32_of,
 };
-use crate::tc::{TCA_KIND, TCA_OPTIONS, format_handle, tcmsg, tcmsg_of};
+use crate::tc::{TCA_KIND, TCA_OPTIONS, TcBody, format_handle, tcmsg};
 
 const RTM_NEWTFILTER: u16 = 44;
 const RTM_DELTFILTER: u16 = 45;
@@ -124,29 +124,21 @@ fn u32_redirect_message(dev: &Link, f: &U32Redirect) -> Msg {
 
 impl Filter {
     pub(crate) fn from_body(b: &[u8]) -> Option<Filter> {
-        let (ifindex, handle, parent, info) = tcmsg_of(b)?;
-        let proto = (info & 0xffff) as u16;
+        let t = TcBody::parse(b)?;
+        let proto = (t.info & 0xffff) as u16;
         let mut f = Filter {
-            ifindex,
-            parent,
-            prio: (info >> 16) as u16,
+            ifindex: t.ifindex,
+            parent: t.parent,
+            prio: (t.info >> 16) as u16,
             protocol: u16::from_be_bytes(proto.to_ne_bytes()),
-            kind: String::new(),
-            handle,
+            kind: t.kind,
+            handle: t.handle,
             classid: None,
             keys: None,
             actions: Vec::new(),
         };
-        let mut options: &[u8] = &[];
-        for (kind, d) in attrs(b.get(20..)?) {
-            match kind {
-                TCA_KIND => f.kind = str_of(d),
-                TCA_OPTIONS => options = d,
-                _ => {}
-            }
-        }
         if f.kind == "u32" {
-            f.read_u32(options);
+            f.read_u32(t.options);
         }
         Some(f)
     }

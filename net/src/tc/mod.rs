@@ -58,14 +58,36 @@ pub(crate) fn tcmsg(ifindex: u32, handle: u32, parent: u32, info: u32) -> [u8; 2
     h
 }
 
-/// The `tcmsg` fields of a reply body: device, handle, parent, info.
-pub(crate) fn tcmsg_of(b: &[u8]) -> Option<(u32, u32, u32, u32)> {
-    Some((
-        u32_of(b.get(4..)?)?,
-        u32_of(b.get(8..)?)?,
-        u32_of(b.get(12..)?)?,
-        u32_of(b.get(16..)?)?,
-    ))
+/// A tc reply body (qdisc, filter): the `tcmsg` fields, the kind and the
+/// options (`TCA_OPTIONS`, empty when absent).
+pub(crate) struct TcBody<'a> {
+    pub ifindex: u32,
+    pub handle: u32,
+    pub parent: u32,
+    pub info: u32,
+    pub kind: String,
+    pub options: &'a [u8],
+}
+
+impl TcBody<'_> {
+    pub(crate) fn parse(b: &[u8]) -> Option<TcBody<'_>> {
+        let mut out = TcBody {
+            ifindex: u32_of(b.get(4..)?)?,
+            handle: u32_of(b.get(8..)?)?,
+            parent: u32_of(b.get(12..)?)?,
+            info: u32_of(b.get(16..)?)?,
+            kind: String::new(),
+            options: &[],
+        };
+        for (kind, d) in attrs(b.get(20..)?) {
+            match kind {
+                TCA_KIND => out.kind = str_of(d),
+                TCA_OPTIONS => out.options = d,
+                _ => {}
+            }
+        }
+        Some(out)
+    }
 }
 
 /// A qdisc to create.
@@ -103,26 +125,19 @@ pub struct Qdisc {
 
 impl Qdisc {
     pub(crate) fn from_body(b: &[u8]) -> Option<Qdisc> {
-        let (ifindex, handle, parent, _) = tcmsg_of(b)?;
-        let mut q = Qdisc {
-            ifindex,
-            handle,
-            parent,
-            kind: String::new(),
-            tbf: None,
+        let t = TcBody::parse(b)?;
+        let tbf = if t.kind == "tbf" {
+            Tbf::parse(t.options)
+        } else {
+            None
         };
-        let mut options: &[u8] = &[];
-        for (kind, d) in attrs(b.get(20..)?) {
-            match kind {
-                TCA_KIND => q.kind = str_of(d),
-                TCA_OPTIONS => options = d,
-                _ => {}
-            }
-        }
-        if q.kind == "tbf" {
-            q.tbf = Tbf::parse(options);
-        }
-        Some(q)
+        Some(Qdisc {
+            ifindex: t.ifindex,
+            handle: t.handle,
+            parent: t.parent,
+            kind: t.kind,
+            tbf,
+        })
     }
 
     /// A device's default qdisc (handle `0:`), which any added qdisc

@@ -213,8 +213,7 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
         del.run_in(pod.host.name(), bin()).ok();
         // Without its namespace the container's veth is gone in real
         // life, its qdiscs with it; here the test removes them.
-        pod.tc(&format!("qdisc del dev {} root", pod.veth));
-        pod.tc(&format!("qdisc del dev {} ingress", pod.veth));
+        pod.clear_veth();
     }
     // Limits the reference would refuse: the IFB and the redirect go, the
     // tbf (whose numbers are unknown) stays with the veth.

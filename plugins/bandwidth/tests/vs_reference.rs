@@ -33,8 +33,7 @@ fn go_check_and_del_work_on_our_objects() {
         pod.call_reference("DEL", &conf).ok();
         assert!(pod.ifbs().is_empty(), "{keys}");
         // Go's DEL leaves the host end's qdiscs (they go with the veth).
-        pod.tc(&format!("qdisc del dev {} root", pod.veth));
-        pod.tc(&format!("qdisc del dev {} ingress", pod.veth));
+        pod.clear_veth();
         assert_eq!(pod.state(), pristine());
     }
 }
@@ -93,8 +92,7 @@ fn both_make_the_same_objects_and_results() {
         theirs
             .call_reference("DEL", &theirs.conf(version, limits()))
             .ok();
-        theirs.tc(&format!("qdisc del dev {} root", theirs.veth));
-        theirs.tc(&format!("qdisc del dev {} ingress", theirs.veth));
+        theirs.clear_veth();
     }
 }
 

@@ -166,6 +166,14 @@ impl Pod {
         self.host.exec(&cmd);
     }
 
+    /// Remove the host end's root and ingress qdiscs, which the Go
+    /// plugin's DEL (and ours without the namespace) leaves for the main
+    /// plugin's DEL to delete with the veth.
+    pub fn clear_veth(&self) {
+        self.tc(&format!("qdisc del dev {} root", self.veth));
+        self.tc(&format!("qdisc del dev {} ingress", self.veth));
+    }
+
     /// `tc -j qdisc show dev D` in the host namespace.
     pub fn qdiscs(&self, dev: &str) -> Vec<Value> {
         tc_json(&self.host, &["qdisc", "show", "dev", dev])
