@@ -5,11 +5,15 @@
 //! Precedence is the reference's: if any of the four keys is at the top
 //! level (even as `null`), the top-level entry is used and
 //! `runtimeConfig.bandwidth` is ignored. Keys match as Go's decoder matches
-//! them (containerd sends `IngressRate`, ...).
+//! them ([`gojson`]; containerd sends `IngressRate`, ...). The limits are
+//! read here rather than through a derived struct because Go's embedded
+//! `*BandwidthEntry` is allocated by the presence of any one of its keys,
+//! and because they are `uint64`, which Go's errors name as such.
 
 use serde_json::{Map, Value};
 use skel::CniResult;
 use skel::conf::NetConf;
+use skel::gojson::{self, kind, lookup};
 
 use crate::Error;
 
@@ -77,8 +81,8 @@ impl Config {
     pub fn parse(stdin: &[u8]) -> Result<Config, Error> {
         let fail =
             |e: String| Error::internal(format!("failed to parse network configuration: {e}"));
-        let doc: Value = serde_json::from_slice(stdin).map_err(|e| fail(e.to_string()))?;
-        let net: NetConf = serde_json::from_value(doc.clone()).map_err(|e| fail(e.to_string()))?;
+        let doc = gojson::parse(stdin).map_err(|e| fail(e.into()))?;
+        let net: NetConf = gojson::from_value(&doc).map_err(|e| fail(e.into()))?;
         let no_keys = Map::new();
         let top = doc.as_object().unwrap_or(&no_keys);
         let limits = match entry(top, "PluginConf", "").map_err(fail)? {
@@ -171,20 +175,6 @@ fn entry(obj: &Map<String, Value>, strukt: &str, path: &str) -> Result<Option<Li
 /// Go's `UnmarshalTypeError` text: innermost struct, JSON path from the top.
 fn mismatch(what: &str, strukt: &str, path: &str, go_type: &str) -> String {
     format!("json: cannot unmarshal {what} into Go struct field {strukt}.{path} of type {go_type}")
-}
-
-fn kind(v: &Value) -> &'static str {
-    skel::json_kind(v)
-}
-
-/// A field as Go's decoder finds it: the exact name, else any key equal
-/// ignoring case.
-fn lookup<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.get(name).or_else(|| {
-        obj.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
-    })
 }
 
 #[cfg(test)]
