@@ -92,7 +92,7 @@ fn info(prio: u16, protocol: u16) -> u32 {
     u32::from(prio) << 16 | u32::from(u16::from_ne_bytes(protocol.to_be_bytes()))
 }
 
-fn u32_redirect_message(dev: &Link, f: &U32Redirect) -> Msg {
+pub(crate) fn u32_redirect_message(dev: &Link, f: &U32Redirect) -> Msg {
     let mut m = Msg::new(
         RTM_NEWTFILTER,
         NLM_F_CREATE | NLM_F_EXCL,

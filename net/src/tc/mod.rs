@@ -7,6 +7,8 @@
 //! at a parent ([`ROOT`], or [`INGRESS_PARENT`] for ingress and clsact).
 
 pub mod filter;
+#[cfg(test)]
+mod proptests;
 pub mod tbf;
 
 use crate::error::Result;

@@ -284,4 +284,62 @@ mod tests {
                 .unwrap_err();
         assert!(e.msg.starts_with("could not parse prevResult"), "{e:?}");
     }
+
+    use proptest::prelude::*;
+
+    /// A value Go may or may not take for a `uint64`.
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<u64>().prop_map(Value::from),
+            (0u64..1 << 40).prop_map(Value::from),
+            Just(Value::from(0)),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            Just(Value::Null),
+            "[a-z0-9]{0,4}".prop_map(Value::from),
+            Just(serde_json::json!([1])),
+            Just(serde_json::json!({"ingressRate": 1})),
+        ]
+    }
+
+    /// Some of the four keys (in any case) with generated values.
+    fn entry() -> impl Strategy<Value = Map<String, Value>> {
+        proptest::collection::vec((0usize..4, any::<bool>(), value()), 0..5).prop_map(|keys| {
+            keys.into_iter()
+                .map(|(k, upper, v)| {
+                    let key = if upper {
+                        KEYS[k].to_uppercase()
+                    } else {
+                        KEYS[k].to_string()
+                    };
+                    (key, v)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Whatever the input, parsing ends in limits that pass the
+        /// reference's validation or in an error; never a panic.
+        #[test]
+        fn accepted_limits_are_valid(top in entry(), rc in entry(), rc_shape in 0u8..4) {
+            let mut doc = serde_json::json!({"name": "n"});
+            doc.as_object_mut().unwrap().extend(top);
+            doc["runtimeConfig"] = match rc_shape {
+                0 => serde_json::json!({"bandwidth": rc}),
+                1 => serde_json::json!({"Bandwidth": rc}),
+                2 => Value::Null,
+                _ => serde_json::json!("x"),
+            };
+            if let Ok(c) = Config::parse(doc.to_string().as_bytes()) {
+                if let Some(l) = c.limits {
+                    for (rate, burst) in [(l.ingress_rate, l.ingress_burst), (l.egress_rate, l.egress_burst)] {
+                        prop_assert_eq!(rate == 0, burst == 0);
+                        prop_assert!(burst / 8 < u64::from(u32::MAX));
+                    }
+                }
+            }
+        }
+    }
 }
