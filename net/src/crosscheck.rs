@@ -369,11 +369,11 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
 /// 64-bit rate and burst), the redirect filter, listings, deletions and a
 /// veth peer lookup: every message and reply decoded independently.
 fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
-    let ifb = host
-        .create_ifb(&unique_name("cnirsxi"), 1400, Some("cni test"))
-        .unwrap();
-    assert_eq!(host.link_by_index(ifb.index).unwrap(), ifb);
-    let dev = host.create_ifb(&unique_name("cnirsxd"), 0, None).unwrap();
+    let ifb = host.create_ifb(&unique_name("cnirsxi"), 1400).unwrap();
+    host.set_up_with_alias(&ifb, Some("cni test")).unwrap();
+    let ifb = host.link_by_index(ifb.index).unwrap();
+    assert!(ifb.up);
+    let dev = host.create_ifb(&unique_name("cnirsxd"), 0).unwrap();
     let tbf = Tbf::reference(1_000_000, 100_000, 15.625);
     host.add_qdisc(&dev, tc::ROOT, tc::handle(1, 0), &QdiscSpec::Tbf(tbf))
         .unwrap();
@@ -463,12 +463,14 @@ fn every_tc_message_and_reply_decodes_independently() {
                 let kinds = link_infos(l);
                 if kinds.contains(&&LinkInfo::Kind(InfoKind::Ifb)) {
                     assert!(l.attributes.contains(&LinkAttribute::TxQueueLen(0)));
-                    assert!(l.header.flags.contains(LinkFlags::Up));
+                    assert!(!l.header.flags.contains(LinkFlags::Up));
                     seen[0] += 1;
                 }
             }
             (Dir::Sent, RouteNetlinkMessage::SetLink(l)) => {
                 assert_eq!(l.header.index, ifb.index);
+                assert!(l.header.flags.contains(LinkFlags::Up));
+                assert!(l.header.change_mask.contains(LinkFlags::Up));
                 assert!(
                     l.attributes
                         .contains(&LinkAttribute::IfAlias("cni test".into()))

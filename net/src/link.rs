@@ -438,20 +438,17 @@ impl Netlink {
     }
 
     /// Create an IFB device (`ip link add NAME mtu M txqueuelen 0 type
-    /// ifb`, up), give it `alias`, and return it as the kernel reports it.
-    /// `EEXIST` when the name is taken; the alias is only set on a device
-    /// this call created.
-    pub fn create_ifb(&self, name: &str, mtu: u32, alias: Option<&str>) -> Result<Link> {
-        let mut m = Msg::new(
-            RTM_NEWLINK,
-            NLM_F_CREATE | NLM_F_EXCL,
-            &ifinfo(0, 0, IFF_UP, IFF_UP),
-        );
+    /// ifb`), down, and return it as the kernel reports it. A qdisc put on
+    /// a device that is down spares the kernel waiting for the device to
+    /// go quiet (`dev_deactivate`); bring it up afterwards with
+    /// [`Netlink::set_up_with_alias`]. `EEXIST` when the name is taken.
+    pub fn create_ifb(&self, name: &str, mtu: u32) -> Result<Link> {
+        let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
         m.str(IFLA_IFNAME, name);
         if mtu > 0 {
             m.u32(IFLA_MTU, mtu);
         }
-        // No queue: the tbf put on the device is the only one (the
+        // No queue: the qdisc put on the device is the only one (the
         // reference sets 0 too, see its PR #1097).
         m.u32(IFLA_TXQLEN, 0);
         m.nest(IFLA_LINKINFO, |m| {
@@ -461,18 +458,20 @@ impl Netlink {
         let find_op = format!("find link {name}");
         let (created, found) = self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
         created?;
-        let mut link = links_of(found?)
+        links_of(found?)
             .into_iter()
             .next()
-            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))?;
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+    }
+
+    /// Set `link` up and, when given, its alias (`IFLA_IFALIAS`, which the
+    /// kernel ignores when it creates a link), in one request.
+    pub fn set_up_with_alias(&self, link: &Link, alias: Option<&str>) -> Result<()> {
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, link.index, IFF_UP, IFF_UP));
         if let Some(alias) = alias {
-            // The kernel ignores IFLA_IFALIAS when it creates a link.
-            let mut m = by_index(link.index);
             m.str(IFLA_IFALIAS, alias);
-            self.set_link(&format!("set alias of {name}"), m)?;
-            link.alias = Some(alias.to_string());
         }
-        Ok(link)
+        self.set_link(&format!("set up {}", link.name), m)
     }
 
     /// The other end of the veth `name` of namespace `container`, looked

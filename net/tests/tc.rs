@@ -29,12 +29,15 @@ fn tc_json(ns: &TestNetns, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{cmd:?}: {e}: {out}"))
 }
 
-/// Two fresh dummy-like devices (IFBs, which take any qdisc): ours and
-/// the one `tc` configures.
+/// Two fresh devices, up (IFBs, which take any qdisc): ours and the one
+/// `tc` configures.
 fn twins(nl: &Netlink) -> (Link, Link) {
-    let ours = nl.create_ifb(&unique_name("cnirstco"), 1500, None).unwrap();
-    let theirs = nl.create_ifb(&unique_name("cnirstct"), 1500, None).unwrap();
-    (ours, theirs)
+    let up = |tag: &str| {
+        let l = nl.create_ifb(&unique_name(tag), 1500).unwrap();
+        nl.set_up_with_alias(&l, None).unwrap();
+        l
+    };
+    (up("cnirstco"), up("cnirstct"))
 }
 
 /// `tc -j qdisc show dev D`, with what differs between devices by nature
@@ -132,7 +135,7 @@ fn ingress_redirect_filter_matches_tc() {
     let ns = TestNetns::new("tcf");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let (ours, theirs) = twins(&nl);
-    let target = nl.create_ifb(&unique_name("cnirstcr"), 1500, None).unwrap();
+    let target = nl.create_ifb(&unique_name("cnirstcr"), 1500).unwrap();
     nl.add_qdisc(
         &ours,
         tc::INGRESS_PARENT,
@@ -266,12 +269,15 @@ fn conflicts_are_seen_and_listed() {
 }
 
 #[test]
-fn ifb_is_created_up_without_queue_and_with_alias() {
+fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     let ns = TestNetns::new("tci");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let name = unique_name("cnirstci");
-    let ifb = nl.create_ifb(&name, 1400, Some("cni test alias")).unwrap();
-    assert_eq!((ifb.kind.as_str(), ifb.mtu, ifb.up), ("ifb", 1400, true));
+    let ifb = nl.create_ifb(&name, 1400).unwrap();
+    assert_eq!((ifb.kind.as_str(), ifb.mtu, ifb.up), ("ifb", 1400, false));
+    nl.set_up_with_alias(&ifb, Some("cni test alias")).unwrap();
+    let ifb = nl.link_by_index(ifb.index).unwrap();
+    assert!(ifb.up);
     assert_eq!(ifb.mac.len(), 6);
     assert_eq!(nl.link_by_name(&name).unwrap(), ifb);
     let j: Value =
@@ -280,15 +286,17 @@ fn ifb_is_created_up_without_queue_and_with_alias() {
     assert_eq!(qlen.trim(), "0");
     assert_eq!(j[0]["ifalias"], "cni test alias");
     assert_eq!(j[0]["linkinfo"]["info_kind"], "ifb");
-    let e = nl.create_ifb(&name, 1400, Some("other")).unwrap_err();
+    let e = nl.create_ifb(&name, 1400).unwrap_err();
     assert!(e.is_exists(), "{e}");
     assert_eq!(e.to_string(), format!("create ifb {name}: file exists"));
     assert_eq!(
         nl.link_by_name(&name).unwrap().alias.as_deref(),
         Some("cni test alias")
     );
-    let plain = nl.create_ifb(&unique_name("cnirstci"), 0, None).unwrap();
-    assert_eq!((plain.mtu, plain.alias), (1500, None));
+    let plain = nl.create_ifb(&unique_name("cnirstci"), 0).unwrap();
+    nl.set_up_with_alias(&plain, None).unwrap();
+    let plain = nl.link_by_index(plain.index).unwrap();
+    assert_eq!((plain.mtu, plain.alias, plain.up), (1500, None, true));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! ADD: a tbf on the host end of the veth for traffic into the container;
-//! for traffic out of it, an IFB device, a tbf on it, and the host end's
+//! for traffic out of it, an IFB device, a tbf on it (put on while the
+//! device is down, which spares a wait in the kernel), and the host end's
 //! ingress redirected to it. Whatever step fails, what this ADD made is
 //! removed; objects already there exactly as we make them are kept (a
 //! retried ADD succeeds).
@@ -61,8 +62,7 @@ fn shape(
     }
     if let Some((rate, burst)) = limits.egress() {
         let name = ifb::name(&conf.name, &args.container_id);
-        let alias = ifb::alias(&conf.name, &args.container_id);
-        let dev = undo.ifb(&name, veth.mtu, alias.as_deref())?;
+        let dev = undo.ifb(&name, veth.mtu)?;
         hit("bandwidth/ifb-created")?;
         result.interfaces.push(Interface {
             name: dev.name.clone(),
@@ -72,6 +72,9 @@ fn shape(
         undo.root_tbf(&dev, Tbf::reference(rate, burst, tick))
             .map_err(|e| e.context("create ifb qdisc"))?;
         hit("bandwidth/ifb-shaped")?;
+        let alias = ifb::alias(&conf.name, &args.container_id);
+        undo.ifb_up(&dev, alias.as_deref())?;
+        hit("bandwidth/ifb-up")?;
         undo.redirect(veth, &dev)?;
         hit("bandwidth/redirected")?;
     }

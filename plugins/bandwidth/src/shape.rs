@@ -89,12 +89,12 @@ impl<'a> Undo<'a> {
         }
     }
 
-    /// The IFB device `name`, up, with `mtu` and `alias`. One of that name
-    /// already there is the attachment's own (the name is its hash) if it
-    /// is an IFB.
-    pub fn ifb(&mut self, name: &str, mtu: u32, alias: Option<&str>) -> Result<Link, Error> {
+    /// The IFB device `name` with `mtu`, down until [`Undo::ifb_up`]. One
+    /// of that name already there is the attachment's own (the name is its
+    /// hash) if it is an IFB.
+    pub fn ifb(&mut self, name: &str, mtu: u32) -> Result<Link, Error> {
         let fail = failed("adding link");
-        match self.nl.create_ifb(name, mtu, alias) {
+        match self.nl.create_ifb(name, mtu) {
             Ok(link) => {
                 self.made.push(Made::Ifb(link.clone()));
                 Ok(link)
@@ -111,6 +111,15 @@ impl<'a> Undo<'a> {
             }
             Err(e) => Err(fail(e)),
         }
+    }
+
+    /// Bring the IFB up (after its qdisc is on) with the alias that proves
+    /// whose it is; an IFB of the reference's gets the alias too, which is
+    /// true of it (its name is the same hash).
+    pub fn ifb_up(&mut self, dev: &Link, alias: Option<&str>) -> Result<(), Error> {
+        self.nl
+            .set_up_with_alias(dev, alias)
+            .map_err(failed("adding link"))
     }
 
     /// The `ingress` qdisc of `dev` and its redirect of everything to

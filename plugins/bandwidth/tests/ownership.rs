@@ -114,6 +114,7 @@ const STEPS: &[&str] = &[
     "bandwidth/ingress-shaped",
     "bandwidth/ifb-created",
     "bandwidth/ifb-shaped",
+    "bandwidth/ifb-up",
     "bandwidth/ingress-qdisc",
     "bandwidth/redirected",
 ];
