@@ -18,8 +18,10 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_MASTER: u16 = 10;
+const IFLA_TXQLEN: u16 = 13;
 const IFLA_PROTINFO: u16 = 12;
 const IFLA_OPERSTATE: u16 = 16;
+const IFLA_IFALIAS: u16 = 20;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
@@ -71,6 +73,8 @@ pub struct Link {
     pub promisc: bool,
     /// The kernel's promiscuity counter (bridge ports raise it too).
     pub promiscuity: u32,
+    /// `IFLA_IFALIAS`, the free-text description (`ip link set alias`).
+    pub alias: Option<String>,
 }
 
 impl Link {
@@ -193,6 +197,7 @@ impl Link {
             link_netnsid: None,
             promisc: flags & IFF_PROMISC != 0,
             promiscuity: 0,
+            alias: None,
         };
         for (kind, d) in attrs(b.get(16..)?) {
             match kind {
@@ -206,6 +211,7 @@ impl Link {
                 IFLA_LINK => link.link = u32_of(d).filter(|i| *i != 0),
                 IFLA_LINK_NETNSID => link.link_netnsid = u32_of(d).map(|v| v as i32),
                 IFLA_PROMISCUITY => link.promiscuity = u32_of(d).unwrap_or(0),
+                IFLA_IFALIAS => link.alias = Some(str_of(d)).filter(|a| !a.is_empty()),
                 IFLA_LINKINFO => {
                     if let Some((_, k)) = attrs(d).find(|(k, _)| *k == IFLA_INFO_KIND) {
                         link.kind = str_of(k);
@@ -230,6 +236,16 @@ fn get_by_name(name: &str) -> Msg {
     let mut m = Msg::new(RTM_GETLINK, 0, &ifinfo(0, 0, 0, 0));
     m.str(IFLA_IFNAME, name);
     m
+}
+
+#[cfg(test)]
+impl Link {
+    /// A link with only an index and a name, for message tests.
+    pub(crate) fn named(index: u32, name: &str) -> Link {
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, index, 0, 0));
+        m.str(IFLA_IFNAME, name);
+        Link::from_body(m.body()).unwrap_or_else(|| unreachable!())
+    }
 }
 
 impl Netlink {
@@ -421,6 +437,61 @@ impl Netlink {
             .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
     }
 
+    /// Create an IFB device (`ip link add NAME mtu M txqueuelen 0 type
+    /// ifb`), down, and return it as the kernel reports it. A qdisc put on
+    /// a device that is down spares the kernel waiting for the device to
+    /// go quiet (`dev_deactivate`); bring it up afterwards with
+    /// [`Netlink::set_up_with_alias`]. `EEXIST` when the name is taken.
+    pub fn create_ifb(&self, name: &str, mtu: u32) -> Result<Link> {
+        let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
+        m.str(IFLA_IFNAME, name);
+        if mtu > 0 {
+            m.u32(IFLA_MTU, mtu);
+        }
+        // No queue: the qdisc put on the device is the only one (the
+        // reference sets 0 too, see its PR #1097).
+        m.u32(IFLA_TXQLEN, 0);
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "ifb");
+        });
+        let create_op = format!("create ifb {name}");
+        let find_op = format!("find link {name}");
+        let (created, found) = self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
+        created?;
+        links_of(found?)
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+    }
+
+    /// Set `link` up and, when given, its alias (`IFLA_IFALIAS`, which the
+    /// kernel ignores when it creates a link), in one request.
+    pub fn set_up_with_alias(&self, link: &Link, alias: Option<&str>) -> Result<()> {
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, link.index, IFF_UP, IFF_UP));
+        if let Some(alias) = alias {
+            m.str(IFLA_IFALIAS, alias);
+        }
+        self.set_link(&format!("set up {}", link.name), m)
+    }
+
+    /// The other end of the veth `name` of namespace `container`, looked
+    /// up in this handle's namespace by its index (`IFLA_LINK`) and
+    /// confirmed to be a veth whose own peer is `name` (an index alone may
+    /// name an unrelated link when the peer lives elsewhere). Fails only
+    /// when `name` cannot be looked up.
+    pub fn veth_peer(&self, container: &Netlink, name: &str) -> Result<VethPeer> {
+        let inner = container.link_by_name(name)?;
+        let Some(index) = inner.link.filter(|_| inner.kind == "veth") else {
+            return Ok(VethPeer::NotVeth);
+        };
+        match self.link_by_index(index) {
+            Ok(l) if l.kind == "veth" && l.link == Some(inner.index) => Ok(VethPeer::Found(l)),
+            Ok(_) => Ok(VethPeer::Elsewhere(index)),
+            Err(e) if e.is_not_found() => Ok(VethPeer::Elsewhere(index)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Set bridge-port options of `port` (an enslaved link) through
     /// `IFLA_PROTINFO`: hairpin mode and port isolation.
     pub fn set_bridge_port(&self, port: &Link, opts: &BridgePortOptions) -> Result<()> {
@@ -440,6 +511,18 @@ impl Netlink {
         });
         self.set_link(&format!("set bridge port options of {}", port.name), m)
     }
+}
+
+/// What [`Netlink::veth_peer`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VethPeer {
+    /// The peer, in this namespace.
+    Found(Link),
+    /// The link is not a veth (or a kernel older than 4.1 does not give
+    /// the peer's index).
+    NotVeth,
+    /// The peer, of this index, is not in this namespace.
+    Elsewhere(u32),
 }
 
 /// Bridge-port settings; `None` leaves a setting as it is.

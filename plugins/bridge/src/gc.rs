@@ -1,6 +1,5 @@
 //! STATUS and GC (CNI 1.1).
 
-use serde_json::Value;
 use skel::CmdArgs;
 
 use crate::config::Config;
@@ -17,47 +16,13 @@ pub fn status(args: &CmdArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// `cni.dev/valid-attachments` (or the older `cni.dev/attachments`) as
-/// (containerID, ifname) pairs; `null` means none is valid. `None` when
-/// neither key is there: the runtime said nothing about what is in use.
-pub fn valid_attachments(stdin: &[u8]) -> Result<Option<Vec<(String, String)>>, Error> {
-    let v: Value = serde_json::from_slice(stdin)
-        .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
-    let Some(list) = ["cni.dev/valid-attachments", "cni.dev/attachments"]
-        .iter()
-        .find_map(|k| v.get(*k))
-    else {
-        return Ok(None);
-    };
-    let items = match list {
-        Value::Null => &[][..],
-        Value::Array(items) => items.as_slice(),
-        _ => {
-            return Err(Error::decode(
-                "failed to load netconf: cni.dev/valid-attachments is not a list",
-            ));
-        }
-    };
-    Ok(Some(
-        items
-            .iter()
-            .filter_map(|a| {
-                Some((
-                    a.get("containerID")?.as_str()?.to_string(),
-                    a.get("ifname")?.as_str()?.to_string(),
-                ))
-            })
-            .collect(),
-    ))
-}
-
 /// Remove firewall rules of attachments that are no longer valid, then
 /// forward GC to IPAM. Every step runs; failures are reported together.
 /// Without a list of valid attachments no rule is removed (as host-local
 /// releases no lease): every attachment may still be in use.
 pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
-    let valid = valid_attachments(&args.stdin)?;
+    let valid = skel::conf::valid_attachments(&args.stdin)?;
     if valid.is_none() && (conf.is_layer3() || conf.macspoofchk) {
         eprintln!(
             "bridge: GC of network {} without cni.dev/valid-attachments: removing no rules",
@@ -93,35 +58,4 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         errors.push(e.into());
     }
     crate::error::join(errors)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_valid_attachments() {
-        let v = valid_attachments(
-            br#"{"name":"n","cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"},{"x":1}]}"#,
-        )
-        .unwrap();
-        assert_eq!(v, Some(vec![("c1".to_string(), "eth0".to_string())]));
-        // No key: nothing is known, so nothing may be removed.
-        assert_eq!(valid_attachments(br#"{"name":"n"}"#).unwrap(), None);
-        // `null` and `[]`: none is valid. The older key is honoured.
-        let none = Some(Vec::new());
-        for extra in [
-            r#""cni.dev/valid-attachments":null"#,
-            r#""cni.dev/valid-attachments":[]"#,
-            r#""cni.dev/attachments":[]"#,
-        ] {
-            let stdin = format!(r#"{{"name":"n",{extra}}}"#);
-            assert_eq!(
-                valid_attachments(stdin.as_bytes()).unwrap(),
-                none,
-                "{extra}"
-            );
-        }
-        assert!(valid_attachments(br#"{"name":"n","cni.dev/valid-attachments":7}"#).is_err());
-    }
 }
