@@ -108,6 +108,10 @@ fn exercise(host: &Netlink, peer_ns: &File) {
     host.set_promisc(&br, true).unwrap();
     host.set_mac(&br, &[0x02, 0x42, 0, 0, 0, 1]).unwrap();
     host.set_mtu(&br, 1300).unwrap();
+    host.set_allmulti(&br, true).unwrap();
+    host.set_allmulti(&br, false).unwrap();
+    host.set_txqlen(&br, 321).unwrap();
+    assert_eq!(host.link_by_index(br.index).unwrap().txqlen, 321);
     let br = host.link_by_index(br.index).unwrap();
     for a in ["10.240.9.1/24", "fd40:9::1/64"] {
         host.add_addr(&br, a.parse().unwrap(), true).unwrap();
@@ -281,6 +285,8 @@ fn same_link(ours: &Link, l: &LinkMessage) {
     assert_eq!(ours.index, l.header.index);
     assert_eq!(ours.up, l.header.flags.contains(LinkFlags::Up));
     assert_eq!(ours.promisc, l.header.flags.contains(LinkFlags::Promisc));
+    assert_eq!(ours.allmulti, l.header.flags.contains(LinkFlags::Allmulti));
+    let (mut min_mtu, mut max_mtu) = (None, None);
     let mut kind = String::new();
     for a in &l.attributes {
         match a {
@@ -291,6 +297,9 @@ fn same_link(ours: &Link, l: &LinkMessage) {
             LinkAttribute::Link(p) => assert_eq!(ours.link, Some(*p).filter(|p| *p != 0)),
             LinkAttribute::LinkNetNsId(id) => assert_eq!(ours.link_netnsid, Some(*id)),
             LinkAttribute::Promiscuity(p) => assert_eq!(ours.promiscuity, *p),
+            LinkAttribute::TxQueueLen(q) => assert_eq!(ours.txqlen, *q),
+            LinkAttribute::MinMtu(m) => min_mtu = Some(*m),
+            LinkAttribute::MaxMtu(m) => max_mtu = Some(*m),
             LinkAttribute::OperState(s) => {
                 assert_eq!(format!("{:?}", ours.oper_state), format!("{s:?}"))
             }
@@ -305,6 +314,7 @@ fn same_link(ours: &Link, l: &LinkMessage) {
         }
     }
     assert_eq!(ours.kind, kind, "kind of {}", ours.name);
+    assert_eq!((ours.min_mtu, ours.max_mtu), (min_mtu, max_mtu));
 }
 
 fn same_addr(ours: &Addr, a: &AddressMessage) {

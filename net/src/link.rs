@@ -18,6 +18,7 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_MASTER: u16 = 10;
+const IFLA_TXQLEN: u16 = 13;
 const IFLA_PROTINFO: u16 = 12;
 const IFLA_OPERSTATE: u16 = 16;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
@@ -26,6 +27,8 @@ const IFLA_NET_NS_FD: u16 = 28;
 pub(crate) const IFLA_EXT_MASK: u16 = 29;
 const IFLA_PROMISCUITY: u16 = 30;
 const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_MIN_MTU: u16 = 50;
+const IFLA_MAX_MTU: u16 = 51;
 pub(crate) const IFLA_INFO_KIND: u16 = 1;
 pub(crate) const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
@@ -35,6 +38,7 @@ const IFLA_BRPORT_ISOLATED: u16 = 33;
 
 const IFF_UP: u32 = 0x1;
 const IFF_PROMISC: u32 = 0x100;
+const IFF_ALLMULTI: u32 = 0x200;
 pub(crate) const AF_BRIDGE: u8 = 7;
 
 /// `struct ifinfomsg`: family, type, index, flags, change mask.
@@ -71,6 +75,14 @@ pub struct Link {
     pub promisc: bool,
     /// The kernel's promiscuity counter (bridge ports raise it too).
     pub promiscuity: u32,
+    /// All-multicast mode as requested by a user (`IFF_ALLMULTI`).
+    pub allmulti: bool,
+    /// Transmit queue length (`IFLA_TXQLEN`).
+    pub txqlen: u32,
+    /// The MTU range the device takes (`IFLA_MIN_MTU`, `IFLA_MAX_MTU`);
+    /// `None` when the kernel does not say.
+    pub min_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
 }
 
 impl Link {
@@ -193,6 +205,10 @@ impl Link {
             link_netnsid: None,
             promisc: flags & IFF_PROMISC != 0,
             promiscuity: 0,
+            allmulti: flags & IFF_ALLMULTI != 0,
+            txqlen: 0,
+            min_mtu: None,
+            max_mtu: None,
         };
         for (kind, d) in attrs(b.get(16..)?) {
             match kind {
@@ -206,6 +222,9 @@ impl Link {
                 IFLA_LINK => link.link = u32_of(d).filter(|i| *i != 0),
                 IFLA_LINK_NETNSID => link.link_netnsid = u32_of(d).map(|v| v as i32),
                 IFLA_PROMISCUITY => link.promiscuity = u32_of(d).unwrap_or(0),
+                IFLA_TXQLEN => link.txqlen = u32_of(d).unwrap_or(0),
+                IFLA_MIN_MTU => link.min_mtu = u32_of(d),
+                IFLA_MAX_MTU => link.max_mtu = u32_of(d),
                 IFLA_LINKINFO => {
                     if let Some((_, k)) = attrs(d).find(|(k, _)| *k == IFLA_INFO_KIND) {
                         link.kind = str_of(k);
@@ -300,6 +319,22 @@ impl Netlink {
             "set promisc off"
         };
         self.set_flag(link, IFF_PROMISC, on, op)
+    }
+
+    pub fn set_allmulti(&self, link: &Link, on: bool) -> Result<()> {
+        let op = if on {
+            "set allmulticast on"
+        } else {
+            "set allmulticast off"
+        };
+        self.set_flag(link, IFF_ALLMULTI, on, op)
+    }
+
+    /// Set the transmit queue length (`ip link set ... txqueuelen`).
+    pub fn set_txqlen(&self, link: &Link, txqlen: u32) -> Result<()> {
+        let mut m = by_index(link.index);
+        m.u32(IFLA_TXQLEN, txqlen);
+        self.set_link(&format!("set txqueuelen of {} to {txqlen}", link.name), m)
     }
 
     /// Enslave `link` to the bridge `master`, or release it with `None`.
@@ -455,10 +490,14 @@ mod tests {
 
     #[test]
     fn parses_a_link_message_body() {
-        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, 7, IFF_UP | IFF_PROMISC, 0));
+        let flags = IFF_UP | IFF_PROMISC | IFF_ALLMULTI;
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, 7, flags, 0));
         m.str(IFLA_IFNAME, "veth1")
             .attr(IFLA_ADDRESS, &[2, 0, 0, 0, 0, 1])
             .u32(IFLA_MTU, 1400)
+            .u32(IFLA_TXQLEN, 500)
+            .u32(IFLA_MIN_MTU, 68)
+            .u32(IFLA_MAX_MTU, 65535)
             .u32(IFLA_MASTER, 3)
             .u32(IFLA_LINK, 0)
             .u8(IFLA_OPERSTATE, 6)
@@ -472,7 +511,11 @@ mod tests {
         );
         assert_eq!(l.mac_string(), "02:00:00:00:00:01");
         assert_eq!((l.mtu, l.master, l.link), (1400, Some(3), None));
-        assert!(l.up && l.promisc);
+        assert!(l.up && l.promisc && l.allmulti);
+        assert_eq!(
+            (l.txqlen, l.min_mtu, l.max_mtu),
+            (500, Some(68), Some(65535))
+        );
         assert_eq!(l.oper_state, OperState::Up);
         assert!(Link::from_body(&[0; 8]).is_none());
     }
