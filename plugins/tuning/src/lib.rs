@@ -1,0 +1,2 @@
+//! `tuning` (work in progress).
+pub mod regexp;
