@@ -1,1 +1,5 @@
-fn main() {}
+//! The `static` binary: everything happens in the library.
+
+fn main() {
+    skel::main(&static_ipam::Static)
+}

@@ -384,7 +384,10 @@ impl Parser<'_> {
         };
         let bad = || syntax("invalid repeat count", &text);
         let min: u32 = min.parse().map_err(|_| bad())?;
-        let max = max.map(|m| m.parse::<u32>()).transpose().map_err(|_| bad())?;
+        let max = max
+            .map(|m| m.parse::<u32>())
+            .transpose()
+            .map_err(|_| bad())?;
         if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT || m < min) {
             return Err(bad());
         }

@@ -75,15 +75,42 @@ fn syntax_errors_read_as_go() {
         ("(", "error parsing regexp: missing closing ): `(`"),
         ("a)", "error parsing regexp: unexpected ): `a)`"),
         ("[a-z", "error parsing regexp: missing closing ]: `[a-z`"),
-        ("[z-a]", "error parsing regexp: invalid character class range: `z-a`"),
-        ("*a", "error parsing regexp: missing argument to repetition operator: `*`"),
-        ("a**", "error parsing regexp: invalid nested repetition operator: `**`"),
-        ("a{1001}", "error parsing regexp: invalid repeat count: `{1001}`"),
-        ("a{3,2}", "error parsing regexp: invalid repeat count: `{3,2}`"),
-        (r"\q", "error parsing regexp: invalid escape sequence: `\\q`"),
-        ("a\\", "error parsing regexp: trailing backslash at end of expression: ``"),
-        (r"\xZZ", "error parsing regexp: invalid escape sequence: `\\xZZ`"),
-        ("(?P<>a)", "error parsing regexp: invalid named capture: `(?P<>a)`"),
+        (
+            "[z-a]",
+            "error parsing regexp: invalid character class range: `z-a`",
+        ),
+        (
+            "*a",
+            "error parsing regexp: missing argument to repetition operator: `*`",
+        ),
+        (
+            "a**",
+            "error parsing regexp: invalid nested repetition operator: `**`",
+        ),
+        (
+            "a{1001}",
+            "error parsing regexp: invalid repeat count: `{1001}`",
+        ),
+        (
+            "a{3,2}",
+            "error parsing regexp: invalid repeat count: `{3,2}`",
+        ),
+        (
+            r"\q",
+            "error parsing regexp: invalid escape sequence: `\\q`",
+        ),
+        (
+            "a\\",
+            "error parsing regexp: trailing backslash at end of expression: ``",
+        ),
+        (
+            r"\xZZ",
+            "error parsing regexp: invalid escape sequence: `\\xZZ`",
+        ),
+        (
+            "(?P<>a)",
+            "error parsing regexp: invalid named capture: `(?P<>a)`",
+        ),
     ];
     for (p, want) in cases {
         assert_eq!(Regex::new(p).unwrap_err().to_string(), want, "{p}");
@@ -136,22 +163,28 @@ fn pattern() -> impl Strategy<Value = String> {
         Just("^".to_string()),
         Just("$".to_string()),
     ];
-    let leaf = (atom, prop_oneof![
-        Just(""),
-        Just("*"),
-        Just("+"),
-        Just("?"),
-        Just("{2}"),
-        Just("{1,3}"),
-        Just("{0,}"),
-        Just("*?"),
-    ])
+    let leaf = (
+        atom,
+        prop_oneof![
+            Just(""),
+            Just("*"),
+            Just("+"),
+            Just("?"),
+            Just("{2}"),
+            Just("{1,3}"),
+            Just("{0,}"),
+            Just("*?"),
+        ],
+    )
         .prop_map(|(a, q)| format!("{a}{q}"));
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 1..4).prop_map(|v| v.concat()),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a}|{b}")),
-            (inner.clone(), prop_oneof![Just(""), Just("*"), Just("+"), Just("?")])
+            (
+                inner.clone(),
+                prop_oneof![Just(""), Just("*"), Just("+"), Just("?")]
+            )
                 .prop_map(|(a, q)| format!("({a}){q}")),
             inner.prop_map(|a| format!("(?:{a})")),
         ]
