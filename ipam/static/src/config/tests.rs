@@ -100,12 +100,15 @@ fn no_address_is_not_an_error() {
     assert!(load(&conf("1.0.0", ""), "").unwrap().addresses.is_empty());
 }
 
+/// `(top-level keys, CNI_ARGS, expected addresses)`.
+type Case<'a> = (&'a str, &'a str, &'a [(&'a str, Option<&'a str>)]);
+
 /// Precedence: config < CNI_ARGS IP= (appended) < args.cni.ips <
 /// runtimeConfig.ips (each replacing everything).
 #[test]
 fn precedence() {
     let base = r#","addresses":[{"address":"10.240.0.5/24","gateway":"10.240.0.254"}]"#;
-    let cases: &[(&str, &str, &[(&str, Option<&str>)])] = &[
+    let cases: &[Case] = &[
         ("", "", &[("10.240.0.5/24", Some("10.240.0.254"))]),
         (
             "",
