@@ -17,7 +17,8 @@ use testsupport::{TestNetns, unique_name};
 
 use crate::netlink::wire::{self, Dir};
 use crate::{
-    Addr, BridgePortOptions, IpNetwork, Link, Netlink, PortVlan, RouteInfo, RouteSpec, VethPair,
+    Addr, BridgePortOptions, IpNetwork, Link, LinkChanges, Netlink, PortVlan, RouteInfo, RouteSpec,
+    VethPair,
 };
 
 /// The netlink messages of one datagram, headers included.
@@ -112,6 +113,25 @@ fn exercise(host: &Netlink, peer_ns: &File) {
     host.set_allmulti(&br, false).unwrap();
     host.set_txqlen(&br, 321).unwrap();
     assert_eq!(host.link_by_index(br.index).unwrap().txqlen, 321);
+    let changes = LinkChanges {
+        mac: Some(vec![0x02, 0x42, 0, 0, 0, 2]),
+        mtu: Some(1280),
+        promisc: Some(false),
+        allmulti: Some(true),
+        txqlen: Some(654),
+    };
+    host.change_link(&br, &changes).unwrap();
+    let changed = host.link_by_index(br.index).unwrap();
+    assert_eq!(
+        (
+            changed.mac_string().as_str(),
+            changed.mtu,
+            changed.promisc,
+            changed.allmulti,
+            changed.txqlen
+        ),
+        ("02:42:00:00:00:02", 1280, false, true, 654)
+    );
     let br = host.link_by_index(br.index).unwrap();
     for a in ["10.240.9.1/24", "fd40:9::1/64"] {
         host.add_addr(&br, a.parse().unwrap(), true).unwrap();
@@ -162,6 +182,17 @@ fn every_message_and_reply_decodes_independently() {
     assert!(port_options.contains(&InfoBridgePort::HairpinMode(true)));
     assert!(port_options.contains(&InfoBridgePort::Isolated(true)));
     check_bridge_and_veth(&sent);
+    // The combined change: every attribute and both flags in one message.
+    assert!(
+        sent.iter()
+            .any(|(_, m, _)| matches!(m, RouteNetlinkMessage::SetLink(l)
+        if l.attributes.contains(&LinkAttribute::TxQueueLen(654))
+            && l.attributes.contains(&LinkAttribute::Mtu(1280))
+            && l.attributes.contains(&LinkAttribute::Address(vec![0x02, 0x42, 0, 0, 0, 2]))
+            && l.header.change_mask.contains(LinkFlags::Allmulti | LinkFlags::Promisc)
+            && l.header.flags.contains(LinkFlags::Allmulti)
+            && !l.header.flags.contains(LinkFlags::Promisc)))
+    );
 
     let mut checked = [0usize; 3];
     for (_, m, body) in decoded.iter().filter(|(d, ..)| *d == Dir::Received) {

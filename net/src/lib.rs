@@ -42,6 +42,6 @@ pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, ErrorKind, Result};
 pub use ipnetwork::IpNetwork;
-pub use link::{BridgePortOptions, Link, OperState, VethPair, format_mac};
+pub use link::{BridgePortOptions, Link, LinkChanges, OperState, VethPair, format_mac};
 pub use netlink::Netlink;
 pub use route::{RouteInfo, RouteSpec};

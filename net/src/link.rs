@@ -337,6 +337,33 @@ impl Netlink {
         self.set_link(&format!("set txqueuelen of {} to {txqlen}", link.name), m)
     }
 
+    /// Change several attributes of `link` with one `RTM_SETLINK`: one
+    /// round trip and one RTNL lock instead of one each. The kernel
+    /// applies them in its order (address, MTU, flags, queue length) and
+    /// stops at the first it refuses, keeping those before it.
+    pub fn change_link(&self, link: &Link, c: &LinkChanges) -> Result<()> {
+        let (mut flags, mut change) = (0, 0);
+        for (flag, on) in [(IFF_PROMISC, c.promisc), (IFF_ALLMULTI, c.allmulti)] {
+            if let Some(on) = on {
+                change |= flag;
+                if on {
+                    flags |= flag;
+                }
+            }
+        }
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, link.index, flags, change));
+        if let Some(mac) = &c.mac {
+            m.attr(IFLA_ADDRESS, mac);
+        }
+        if let Some(mtu) = c.mtu {
+            m.u32(IFLA_MTU, mtu);
+        }
+        if let Some(q) = c.txqlen {
+            m.u32(IFLA_TXQLEN, q);
+        }
+        self.set_link(&format!("set {} of {}", c.describe(), link.name), m)
+    }
+
     /// Enslave `link` to the bridge `master`, or release it with `None`.
     pub fn set_master(&self, link: &Link, master: Option<&Link>) -> Result<()> {
         let mut m = by_index(link.index);
@@ -474,6 +501,45 @@ impl Netlink {
             }
         });
         self.set_link(&format!("set bridge port options of {}", port.name), m)
+    }
+}
+
+/// Link attributes to change together ([`Netlink::change_link`]); `None`
+/// leaves an attribute as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkChanges {
+    pub mac: Option<Vec<u8>>,
+    pub mtu: Option<u32>,
+    pub promisc: Option<bool>,
+    pub allmulti: Option<bool>,
+    pub txqlen: Option<u32>,
+}
+
+impl LinkChanges {
+    pub fn is_empty(&self) -> bool {
+        *self == LinkChanges::default()
+    }
+
+    /// `mac 02:00:00:00:00:01, mtu 1400, promisc on`.
+    pub fn describe(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(m) = &self.mac {
+            parts.push(format!("mac {}", format_mac(m)));
+        }
+        if let Some(m) = self.mtu {
+            parts.push(format!("mtu {m}"));
+        }
+        if let Some(p) = self.promisc {
+            parts.push(format!("promisc {}", on(p)));
+        }
+        if let Some(a) = self.allmulti {
+            parts.push(format!("allmulticast {}", on(a)));
+        }
+        if let Some(q) = self.txqlen {
+            parts.push(format!("txqueuelen {q}"));
+        }
+        parts.join(", ")
     }
 }
 

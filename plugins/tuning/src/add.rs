@@ -1,7 +1,7 @@
 //! ADD: everything is checked before the first change (keys, allowlist,
 //! `prevResult`, values, sysctl files, the link and what it takes); the
-//! changes then run in the reference's order, each followed by a
-//! failpoint, and a failure undoes all of them.
+//! changes then run in the reference's order (sysctls, backup, link),
+//! each followed by a failpoint, and a failure undoes all of them.
 
 use cni_net::{Link, Netlink, format_mac};
 use skel::types::CniResult;
@@ -10,7 +10,7 @@ use skel::{CmdArgs, Reply};
 use crate::backup::{Backup, Found};
 use crate::config::{self, Config, Plan};
 use crate::error::Error;
-use crate::link::{self, Attr};
+use crate::link;
 use crate::{allowlist, sysctl};
 
 /// `prevResult` in the config's version; the reference requires one.
@@ -49,14 +49,19 @@ pub fn add(args: &CmdArgs) -> Result<Reply, Error> {
         if let Some((nl, link)) = &target {
             save(&backup, &plan, link, &mut undo)?;
             skel::failpoint::hit("tuning/backup")?;
-            link::apply(nl, link, &plan, &mut undo.attrs)?;
+            undo.link = true;
+            link::apply(nl, link, &plan)?;
+            skel::failpoint::hit("tuning/link")?;
         }
         Ok(())
     })();
     if let Err(e) = applied {
         let mut failed = sysctls.undo();
-        if let Some((nl, link)) = &target {
-            failed.extend(link::undo(nl, link, &undo.attrs));
+        if let Some((nl, link)) = &target
+            && undo.link
+            && let Err(e) = link::undo(nl, link, &plan)
+        {
+            failed.push(e.to_string());
         }
         if let Some(previous) = &undo.backup
             && let Err(e) = backup.put_back(previous.as_deref())
@@ -74,7 +79,8 @@ pub fn add(args: &CmdArgs) -> Result<Reply, Error> {
 /// What a failed ADD must put back besides the sysctls.
 #[derive(Default)]
 struct Undo {
-    attrs: Vec<Attr>,
+    /// The link change was sent (it may have been applied in part).
+    link: bool,
     /// The backup file as it was (`Some(None)`: there was none), once
     /// this ADD has written it.
     backup: Option<Option<Vec<u8>>>,

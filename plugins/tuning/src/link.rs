@@ -1,22 +1,11 @@
-//! The link attributes: what to back up, applying a plan in the
-//! reference's order (MAC, promiscuous mode, MTU, all-multicast, queue
-//! length), undoing it, and restoring a backup.
+//! The link attributes: what to back up, applying a plan, undoing it,
+//! restoring a backup, and comparing with the kernel (CHECK).
 
-use cni_net::{Link, Netlink, format_mac};
+use cni_net::{Link, LinkChanges, Netlink, format_mac};
 
 use crate::backup::Saved;
 use crate::config::{Plan, parse_mac};
 use crate::error::Error;
-
-/// An attribute ADD changed, to undo in reverse order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attr {
-    Mac,
-    Promisc,
-    Mtu,
-    Allmulti,
-    TxQLen,
-}
 
 /// `link`, or the reference's error when it is missing.
 pub fn find(nl: &Netlink, ifname: &str) -> Result<Link, Error> {
@@ -44,60 +33,49 @@ pub fn saved_of(plan: &Plan, link: &Link) -> Saved {
     }
 }
 
-/// Apply `plan` to `link`, recording each change in `done` as soon as it
-/// is made, and passing a failpoint after each.
-pub fn apply(nl: &Netlink, link: &Link, plan: &Plan, done: &mut Vec<Attr>) -> Result<(), Error> {
-    if let Some(mac) = &plan.mac {
-        nl.set_mac(link, mac)?;
-        done.push(Attr::Mac);
-        skel::failpoint::hit("tuning/mac")?;
+/// What `plan` changes on the link.
+pub fn changes(plan: &Plan) -> LinkChanges {
+    LinkChanges {
+        mac: plan.mac.clone(),
+        mtu: plan.mtu,
+        promisc: plan.promisc.then_some(true),
+        allmulti: plan.allmulti,
+        txqlen: plan.txqlen,
     }
-    if plan.promisc {
-        nl.set_promisc(link, true)?;
-        done.push(Attr::Promisc);
-        skel::failpoint::hit("tuning/promisc")?;
-    }
-    if let Some(mtu) = plan.mtu {
-        nl.set_mtu(link, mtu)?;
-        done.push(Attr::Mtu);
-        skel::failpoint::hit("tuning/mtu")?;
-    }
-    if let Some(on) = plan.allmulti {
-        nl.set_allmulti(link, on)?;
-        done.push(Attr::Allmulti);
-        skel::failpoint::hit("tuning/allmulti")?;
-    }
-    if let Some(q) = plan.txqlen {
-        nl.set_txqlen(link, q)?;
-        done.push(Attr::TxQLen);
-        skel::failpoint::hit("tuning/txqlen")?;
-    }
+}
+
+/// Apply `plan` to `link` in one message (one RTNL lock: the reference
+/// takes one per attribute, after looking the link up again for each).
+pub fn apply(nl: &Netlink, link: &Link, plan: &Plan) -> Result<(), Error> {
+    nl.change_link(link, &changes(plan))?;
     Ok(())
 }
 
-/// Put back what `done` changed, to the values `before` had, last first.
-/// Returns what could not be put back.
-pub fn undo(nl: &Netlink, before: &Link, done: &[Attr]) -> Vec<String> {
-    let mut failed = Vec::new();
-    for attr in done.iter().rev() {
-        let r = match attr {
-            Attr::Mac => nl.set_mac(before, &before.mac),
-            Attr::Promisc => nl.set_promisc(before, before.promisc),
-            Attr::Mtu => nl.set_mtu(before, before.mtu),
-            Attr::Allmulti => nl.set_allmulti(before, before.allmulti),
-            Attr::TxQLen => nl.set_txqlen(before, before.txqlen),
-        };
-        if let Err(e) = r {
-            failed.push(e.to_string());
-        }
-    }
-    failed
+/// Put back the attributes `plan` changes to the values `before` had.
+pub fn undo(nl: &Netlink, before: &Link, plan: &Plan) -> Result<(), Error> {
+    let c = changes(plan);
+    let back = LinkChanges {
+        mac: c.mac.map(|_| before.mac.clone()),
+        mtu: c.mtu.map(|_| before.mtu),
+        promisc: c.promisc.map(|_| before.promisc),
+        allmulti: c.allmulti.map(|_| before.allmulti),
+        txqlen: c.txqlen.map(|_| before.txqlen),
+    };
+    nl.change_link(before, &back)?;
+    Ok(())
 }
 
-/// The reference's `restoreBackup`: each recorded attribute set back, in
-/// its order (MTU, MAC, promiscuous mode, all-multicast, queue length),
-/// every one tried; the failures in its words.
+/// The reference's `restoreBackup`: every recorded attribute set back, in
+/// one message. Should the kernel refuse it, each is tried on its own in
+/// the reference's order (MTU, MAC, promiscuous mode, all-multicast,
+/// queue length), so that all that can be restored is, and the failures
+/// read as the reference's.
 pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Vec<String> {
+    if let Some(all) = saved_changes(saved)
+        && nl.change_link(link, &all).is_ok()
+    {
+        return Vec::new();
+    }
     let mut failed = Vec::new();
     let mut note = |what: &str, r: Result<(), Error>| {
         if let Err(e) = r {
@@ -133,6 +111,23 @@ pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Vec<String> {
         note("transmit queue length", r);
     }
     failed
+}
+
+/// The backup as one change, `None` when a value in it is invalid.
+fn saved_changes(saved: &Saved) -> Option<LinkChanges> {
+    Some(LinkChanges {
+        mac: match saved.mac.as_str() {
+            "" => None,
+            m => Some(parse_mac(m).ok()?),
+        },
+        mtu: match saved.mtu {
+            0 => None,
+            m => Some(u32::try_from(m).ok()?),
+        },
+        promisc: saved.promisc,
+        allmulti: saved.allmulti,
+        txqlen: saved.txqlen.map(u32::try_from).transpose().ok()?,
+    })
 }
 
 /// Differences between `plan` and the kernel's view of `link`, in the

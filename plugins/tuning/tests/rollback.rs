@@ -12,15 +12,7 @@ use common::*;
 use serde_json::json;
 use testsupport::Failpoints;
 
-const STEPS: &[&str] = &[
-    "tuning/sysctls",
-    "tuning/backup",
-    "tuning/mac",
-    "tuning/promisc",
-    "tuning/mtu",
-    "tuning/allmulti",
-    "tuning/txqlen",
-];
+const STEPS: &[&str] = &["tuning/sysctls", "tuning/backup", "tuning/link"];
 
 fn snapshot(c: &Container) -> (LinkState, Vec<String>, Vec<String>) {
     let sysctls = every_sysctl(&c.ifname)

@@ -182,3 +182,20 @@ fn allowlist_refuses_and_nothing_changes() {
         .run(ours())
         .ok();
 }
+
+/// What can be restored is; what cannot is reported in the reference's
+/// words, and the backup stays for a retry.
+#[test]
+fn del_restores_what_it_can_and_reports_the_rest() {
+    let c = Container::new("spart");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    std::fs::write(c.backup(), "{\n \"mac\": \"zz\",\n \"mtu\": 1500\n}").unwrap();
+    let e = c.run("DEL", &conf).err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to restore MAC address: invalid args zz for MAC addr: address zz: invalid MAC address"
+    );
+    assert_eq!(c.link().mtu, 1500);
+    assert!(c.backup_text().is_some());
+}
