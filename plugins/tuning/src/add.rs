@@ -92,7 +92,7 @@ struct Undo {
 fn save(backup: &Backup, plan: &Plan, link: &Link, undo: &mut Undo) -> Result<(), Error> {
     let previous = backup.raw()?;
     let now = link::saved_of(plan, link);
-    let saved = match backup.read() {
+    let saved = match backup.parse(previous.as_deref()) {
         Found::Saved(earlier) => earlier.or(now),
         Found::Absent | Found::Invalid(_) => now,
     };

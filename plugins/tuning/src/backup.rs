@@ -90,6 +90,28 @@ pub fn records_dir(data_dir: &Path, network: &str) -> PathBuf {
     data_dir.join(".tuning").join(network)
 }
 
+/// Open `path` for writing, mode 0600, creating its directory (0700) only
+/// when it is missing: the common case costs one `open`.
+fn create(path: &Path, truncate: bool) -> std::io::Result<fs::File> {
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(truncate)
+            .mode(0o600)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            }
+            open()
+        }
+        other => other,
+    }
+}
+
 fn io(op: &str, path: &Path, e: &std::io::Error) -> Error {
     Error::config(format!("{op} {}: {}", path.display(), skel::io_text(e)))
 }
@@ -132,32 +154,29 @@ impl Backup {
 
     pub fn read(&self) -> Found {
         match self.raw() {
-            Ok(None) => Found::Absent,
-            Ok(Some(bytes)) => match skel::gojson::unmarshal::<Saved>(&bytes) {
+            Ok(raw) => self.parse(raw.as_deref()),
+            Err(e) => Found::Invalid(e.to_string()),
+        }
+    }
+
+    /// What `raw` (the file's bytes, `None` without a file) holds.
+    pub fn parse(&self, raw: Option<&[u8]>) -> Found {
+        match raw {
+            None => Found::Absent,
+            Some(bytes) => match skel::gojson::unmarshal::<Saved>(bytes) {
                 Ok(s) => Found::Saved(s),
                 Err(e) => Found::Invalid(format!("{}: {e}", self.path().display())),
             },
-            Err(e) => Found::Invalid(e.to_string()),
         }
     }
 
     /// Write `bytes` atomically (temporary file, then rename), mode 0600,
     /// creating `dataDir` (0700) when needed, and record it for GC.
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| io("failed to create backup directory", &self.dir, &e))?;
         let tmp = self
             .dir
             .join(format!(".{}.{}.tmp", self.file, std::process::id()));
-        let written = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
+        let written = create(&tmp, true)
             .and_then(|mut f| f.write_all(bytes))
             .and_then(|()| fs::rename(&tmp, self.path()));
         if let Err(e) = written {
@@ -165,21 +184,9 @@ impl Backup {
             return Err(io("failed to save", &self.path(), &e));
         }
         let record = self.record();
-        let recorded = record
-            .parent()
-            .map_or(Ok(()), |d| {
-                DirBuilder::new().recursive(true).mode(0o700).create(d)
-            })
-            .and_then(|()| {
-                OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .mode(0o600)
-                    .open(&record)
-                    .map(drop)
-            });
-        recorded.map_err(|e| io("failed to record", &record, &e))
+        create(&record, false)
+            .map(drop)
+            .map_err(|e| io("failed to record", &record, &e))
     }
 
     /// Remove the backup and its record; absent is fine.
