@@ -444,15 +444,16 @@ pub fn ipt_stale_chains(save: &str, network: &str, valid_ids: &[String]) -> Vec<
 #[derive(Debug)]
 pub struct ToolRun {
     tool: String,
-    child: std::process::Child,
+    run: skel::exec::Running,
 }
 
 fn start_tool(tool: &str, args: &[&str], stdin: Option<&str>) -> Result<ToolRun, Error> {
-    let child = nft::spawn_tool(tool, args, stdin.map(str::as_bytes))
-        .map_err(|e| Error::internal(format!("run {tool}: {}", skel::io_text(&e))))?;
+    // "run <tool>" marks a tool that could not be started (see `teardown`).
+    let run = nft::spawn_tool(tool, args, stdin.map(str::as_bytes))
+        .map_err(|e| Error::internal(format!("run {tool}: {e}")))?;
     Ok(ToolRun {
         tool: tool.to_string(),
-        child,
+        run,
     })
 }
 
@@ -460,9 +461,9 @@ impl ToolRun {
     fn wait(self) -> Result<String, Error> {
         let tool = self.tool;
         let out = self
-            .child
-            .wait_with_output()
-            .map_err(|e| Error::internal(format!("wait for {tool}: {}", skel::io_text(&e))))?;
+            .run
+            .wait()
+            .map_err(|e| Error::internal(e.to_string()))?;
         if !out.status.success() {
             return Err(Error::internal(format!(
                 "{tool}: {}",

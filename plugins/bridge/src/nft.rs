@@ -1,11 +1,8 @@
 //! Running the `nft` binary: one JSON batch per write (`nft -j -f -`, a
 //! single kernel transaction), and JSON listings of one table for reads.
 //! JSON on both sides means no quoting problems with names or comments.
-//! [`spawn_tool`] starts any firewall helper; the iptables tools of
-//! [`crate::masq`] share it.
-
-use std::io::Write;
-use std::process::{Command, Stdio};
+//! [`spawn_tool`] starts any firewall helper (through [`skel::exec`]); the
+//! iptables tools of [`crate::masq`] share it.
 
 use serde_json::{Value, json};
 
@@ -29,20 +26,18 @@ impl NftError {
     }
 }
 
-/// An `nft` process started by [`start`], its input already written.
+/// An `nft` process started by [`start`].
 #[derive(Debug)]
-pub struct Running {
-    child: std::process::Child,
-}
+pub struct Running(skel::exec::Running);
 
 /// Start `nft` with `args` and `stdin` without waiting for it: it can run
 /// while the caller does other work. `nft` exits only after the kernel has
 /// released the transaction's objects (an RCU grace period, several ms),
 /// so waiting for it last hides most of that.
 pub fn start(args: &[&str], stdin: Option<&[u8]>) -> Result<Running, NftError> {
-    let child = spawn_tool("nft", args, stdin)
-        .map_err(|e| NftError::Unavailable(format!("run nft: {}", skel::io_text(&e))))?;
-    Ok(Running { child })
+    spawn_tool("nft", args, stdin)
+        .map(Running)
+        .map_err(|e| NftError::Unavailable(e.to_string()))
 }
 
 /// Start a firewall helper (`nft`, `iptables-restore`, ...) with `args`,
@@ -51,31 +46,19 @@ pub fn spawn_tool(
     tool: &str,
     args: &[&str],
     stdin: Option<&[u8]>,
-) -> std::io::Result<std::process::Child> {
-    let mut child = Command::new(tool)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let (Some(data), Some(mut input)) = (stdin, child.stdin.take()) {
-        // A write error shows up as the tool's own failure.
-        let _ = input.write_all(data);
+) -> Result<skel::exec::Running, skel::exec::Error> {
+    let mut cmd = skel::exec::Command::new(tool);
+    cmd.args(args);
+    if let Some(data) = stdin {
+        cmd.stdin(data);
     }
-    Ok(child)
+    cmd.start()
 }
 
 impl Running {
     /// Wait for `nft`: its stdout, or why it failed.
     pub fn wait(self) -> Result<Vec<u8>, NftError> {
-        let out = self
-            .child
-            .wait_with_output()
-            .map_err(|e| NftError::Failed(format!("wait for nft: {}", skel::io_text(&e))))?;
+        let out = self.0.wait().map_err(|e| NftError::Failed(e.to_string()))?;
         if out.status.success() {
             return Ok(out.stdout);
         }
