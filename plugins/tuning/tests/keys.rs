@@ -135,9 +135,12 @@ fn mac_precedence_in_the_kernel() {
     }
 }
 
+/// A value changed behind the plugin's back, and what CHECK then says.
+type Change = (&'static str, Box<dyn Fn(&Container)>, &'static str);
+
 #[test]
 fn check_fails_once_a_value_changes() {
-    let changes: [(&str, Box<dyn Fn(&Container)>, &str); 6] = [
+    let changes: [Change; 6] = [
         (
             "sysctl",
             Box::new(|c| c.set_sysctl("net/core/somaxconn", "999")),
