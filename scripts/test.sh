@@ -15,7 +15,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# host-local interop test only.
+# interop and differential tests (host-local, static, tuning).
 declare -A need=(
     [ip]=iproute2
     [ping]=iputils-ping
