@@ -44,12 +44,13 @@ fn clean(path: &str) -> String {
 
 /// One sysctl about to be written: its file, opened inside the container's
 /// namespace (a `/proc/sys/net` file keeps the namespace it was opened in),
-/// and the value it had, to undo the write.
+/// and the value it had, to undo the write. Write-only keys (`route/flush`)
+/// are triggers with no value to put back.
 struct Entry {
     path: String,
     value: String,
     file: File,
-    old: String,
+    old: Option<String>,
 }
 
 /// Sysctls opened and read, nothing written yet.
@@ -71,11 +72,10 @@ pub fn prepare(ns: &File, sysctls: &[(String, String)]) -> Result<Prepared, Erro
                     Error::Config(format!("{op} {path}: {}", skel::io_text(&e)))
                 };
                 let file = OpenOptions::new()
-                    .read(true)
                     .write(true)
                     .open(path)
                     .map_err(|e| io("open", e))?;
-                let old = read_at_start(&file).map_err(|e| io("read", e))?;
+                let old = File::open(path).and_then(|f| read_at_start(&f)).ok();
                 Ok(Entry {
                     path: path.clone(),
                     value: value.clone(),
@@ -128,7 +128,8 @@ impl Prepared {
     pub fn undo(&mut self) -> Vec<String> {
         let mut failed = Vec::new();
         for e in self.entries[..self.written].iter().rev() {
-            if let Err(err) = e.file.write_all_at(e.old.as_bytes(), 0) {
+            let Some(old) = &e.old else { continue };
+            if let Err(err) = e.file.write_all_at(old.as_bytes(), 0) {
                 failed.push(format!("restore {}: {}", e.path, skel::io_text(&err)));
             }
         }

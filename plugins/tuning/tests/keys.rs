@@ -203,6 +203,20 @@ fn ifname_substitution_with_a_dotted_name() {
     c.run("CHECK", &conf).ok();
 }
 
+/// A write-only key (a trigger) is written as the reference writes it;
+/// there is nothing to read back or put back.
+#[test]
+fn write_only_sysctls_are_written() {
+    let c = Container::new("kwo");
+    let conf = c.conf("1.0.0", json!({"sysctl": {"net.ipv4.route.flush": "1"}}));
+    c.run("ADD", &conf).ok();
+    let e = c.run("CHECK", &conf).err(999);
+    assert_eq!(
+        e["msg"],
+        "open /proc/sys/net/ipv4/route/flush: permission denied"
+    );
+}
+
 /// Keys outside /proc/sys/net are refused with the reference's words, and
 /// `..` cannot climb out (its dots become slashes first); nothing is
 /// written.
