@@ -22,6 +22,8 @@ pub mod error;
 pub mod gc;
 pub mod link;
 pub mod mac;
+#[cfg(test)]
+mod proptests;
 pub mod regexp;
 pub mod sysctl;
 
