@@ -15,7 +15,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# interop tests (host-local, bandwidth), tc by cni-net's and bandwidth's.
+# interop and differential tests (host-local, static, tuning, bandwidth), tc
+# by cni-net's and bandwidth's.
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2

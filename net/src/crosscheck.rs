@@ -25,7 +25,8 @@ use crate::netlink::wire::{self, Dir};
 use crate::tc::filter::ETH_P_ALL;
 use crate::tc::{self, Filter, Mirred, Qdisc, QdiscSpec, Tbf, U32Redirect};
 use crate::{
-    Addr, BridgePortOptions, IpNetwork, Link, Netlink, PortVlan, RouteInfo, RouteSpec, VethPair,
+    Addr, BridgePortOptions, IpNetwork, Link, LinkChanges, Netlink, PortVlan, RouteInfo, RouteSpec,
+    VethPair,
 };
 
 /// The netlink messages of one datagram, headers included.
@@ -116,6 +117,29 @@ fn exercise(host: &Netlink, peer_ns: &File) {
     host.set_promisc(&br, true).unwrap();
     host.set_mac(&br, &[0x02, 0x42, 0, 0, 0, 1]).unwrap();
     host.set_mtu(&br, 1300).unwrap();
+    host.set_allmulti(&br, true).unwrap();
+    host.set_allmulti(&br, false).unwrap();
+    host.set_txqlen(&br, 321).unwrap();
+    assert_eq!(host.link_by_index(br.index).unwrap().txqlen, 321);
+    let changes = LinkChanges {
+        mac: Some(vec![0x02, 0x42, 0, 0, 0, 2]),
+        mtu: Some(1280),
+        promisc: Some(false),
+        allmulti: Some(true),
+        txqlen: Some(654),
+    };
+    host.change_link(&br, &changes).unwrap();
+    let changed = host.link_by_index(br.index).unwrap();
+    assert_eq!(
+        (
+            changed.mac_string().as_str(),
+            changed.mtu,
+            changed.promisc,
+            changed.allmulti,
+            changed.txqlen
+        ),
+        ("02:42:00:00:00:02", 1280, false, true, 654)
+    );
     let br = host.link_by_index(br.index).unwrap();
     for a in ["10.240.9.1/24", "fd40:9::1/64"] {
         host.add_addr(&br, a.parse().unwrap(), true).unwrap();
@@ -166,6 +190,17 @@ fn every_message_and_reply_decodes_independently() {
     assert!(port_options.contains(&InfoBridgePort::HairpinMode(true)));
     assert!(port_options.contains(&InfoBridgePort::Isolated(true)));
     check_bridge_and_veth(&sent);
+    // The combined change: every attribute and both flags in one message.
+    assert!(
+        sent.iter()
+            .any(|(_, m, _)| matches!(m, RouteNetlinkMessage::SetLink(l)
+        if l.attributes.contains(&LinkAttribute::TxQueueLen(654))
+            && l.attributes.contains(&LinkAttribute::Mtu(1280))
+            && l.attributes.contains(&LinkAttribute::Address(vec![0x02, 0x42, 0, 0, 0, 2]))
+            && l.header.change_mask.contains(LinkFlags::Allmulti | LinkFlags::Promisc)
+            && l.header.flags.contains(LinkFlags::Allmulti)
+            && !l.header.flags.contains(LinkFlags::Promisc)))
+    );
 
     let mut checked = [0usize; 3];
     for (_, m, body) in decoded.iter().filter(|(d, ..)| *d == Dir::Received) {
@@ -289,6 +324,8 @@ fn same_link(ours: &Link, l: &LinkMessage) {
     assert_eq!(ours.index, l.header.index);
     assert_eq!(ours.up, l.header.flags.contains(LinkFlags::Up));
     assert_eq!(ours.promisc, l.header.flags.contains(LinkFlags::Promisc));
+    assert_eq!(ours.allmulti, l.header.flags.contains(LinkFlags::Allmulti));
+    let (mut min_mtu, mut max_mtu) = (None, None);
     let mut kind = String::new();
     for a in &l.attributes {
         match a {
@@ -300,6 +337,9 @@ fn same_link(ours: &Link, l: &LinkMessage) {
             LinkAttribute::LinkNetNsId(id) => assert_eq!(ours.link_netnsid, Some(*id)),
             LinkAttribute::Promiscuity(p) => assert_eq!(ours.promiscuity, *p),
             LinkAttribute::IfAlias(a) => assert_eq!(ours.alias.as_deref(), Some(a.as_str())),
+            LinkAttribute::TxQueueLen(q) => assert_eq!(ours.txqlen, *q),
+            LinkAttribute::MinMtu(m) => min_mtu = Some(*m),
+            LinkAttribute::MaxMtu(m) => max_mtu = Some(*m),
             LinkAttribute::OperState(s) => {
                 assert_eq!(format!("{:?}", ours.oper_state), format!("{s:?}"))
             }
@@ -314,6 +354,7 @@ fn same_link(ours: &Link, l: &LinkMessage) {
         }
     }
     assert_eq!(ours.kind, kind, "kind of {}", ours.name);
+    assert_eq!((ours.min_mtu, ours.max_mtu), (min_mtu, max_mtu));
 }
 
 fn same_addr(ours: &Addr, a: &AddressMessage) {
