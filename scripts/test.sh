@@ -15,9 +15,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# host-local interop test only.
+# interop and differential tests (host-local, static, tuning, bandwidth), tc
+# by cni-net's and bandwidth's.
 declare -A need=(
     [ip]=iproute2
+    [tc]=iproute2
     [ping]=iputils-ping
     [sysctl]=procps
     [nft]=nftables

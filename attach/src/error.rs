@@ -72,19 +72,10 @@ impl From<Error> for skel::Error {
     }
 }
 
-/// Several independent failures (DEL, GC) reported together: the first
-/// error's code, all messages joined with `; `.
+/// Several independent failures (DEL, GC) reported together
+/// ([`skel::error::join`]).
 pub fn join(errors: Vec<Error>) -> Result<(), Error> {
-    let mut iter = errors.into_iter();
-    let Some(first) = iter.next() else {
-        return Ok(());
-    };
-    let mut out = first;
-    for e in iter {
-        out.msg.push_str("; ");
-        out.msg.push_str(&e.msg);
-    }
-    Err(out)
+    skel::error::join(errors.into_iter().map(|e| e.0).collect()).map_err(Error)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 //! - [`teardown`]: DEL's removal of the container interface, and the
 //!   addresses cleanup needs when the interface is already gone;
 //! - [`check`]: CHECK of addresses and routes against `prevResult`;
-//! - [`gc`]: GC's list of the attachments still in use;
 //! - [`plugin`]: a main plugin's commands as a skel plugin;
 //! - [`error`]: the plugins' CNI error, into which `cni-net` errors convert
 //!   as code 999.
@@ -20,7 +19,6 @@
 pub mod add;
 pub mod check;
 pub mod error;
-pub mod gc;
 pub mod host_sysctl;
 pub mod iface;
 pub mod plugin;

@@ -5,7 +5,9 @@
 use std::fs::File;
 use std::net::IpAddr;
 
-use netlink_packet_core::{Emitable, NetlinkMessage, NetlinkPayload, NlaBuffer, Parseable};
+use netlink_packet_core::{
+    Emitable, NetlinkMessage, NetlinkPayload, Nla, NlaBuffer, NlasIterator, Parseable,
+};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{
@@ -13,11 +15,18 @@ use netlink_packet_route::link::{
     LinkMessage, LinkProtoInfoBridge,
 };
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
+use netlink_packet_route::tc::{
+    TcActionAttribute, TcActionMirrorOption, TcActionOption, TcAttribute, TcFilterU32Option,
+    TcMessage, TcMirrorActionType, TcOption,
+};
 use testsupport::{TestNetns, unique_name};
 
 use crate::netlink::wire::{self, Dir};
+use crate::tc::filter::ETH_P_ALL;
+use crate::tc::{self, Filter, Mirred, Qdisc, QdiscSpec, Tbf, U32Redirect};
 use crate::{
-    Addr, BridgePortOptions, IpNetwork, Link, Netlink, PortVlan, RouteInfo, RouteSpec, VethPair,
+    Addr, BridgePortOptions, IpNetwork, Link, LinkChanges, Netlink, PortVlan, RouteInfo, RouteSpec,
+    VethPair,
 };
 
 /// The netlink messages of one datagram, headers included.
@@ -108,6 +117,29 @@ fn exercise(host: &Netlink, peer_ns: &File) {
     host.set_promisc(&br, true).unwrap();
     host.set_mac(&br, &[0x02, 0x42, 0, 0, 0, 1]).unwrap();
     host.set_mtu(&br, 1300).unwrap();
+    host.set_allmulti(&br, true).unwrap();
+    host.set_allmulti(&br, false).unwrap();
+    host.set_txqlen(&br, 321).unwrap();
+    assert_eq!(host.link_by_index(br.index).unwrap().txqlen, 321);
+    let changes = LinkChanges {
+        mac: Some(vec![0x02, 0x42, 0, 0, 0, 2]),
+        mtu: Some(1280),
+        promisc: Some(false),
+        allmulti: Some(true),
+        txqlen: Some(654),
+    };
+    host.change_link(&br, &changes).unwrap();
+    let changed = host.link_by_index(br.index).unwrap();
+    assert_eq!(
+        (
+            changed.mac_string().as_str(),
+            changed.mtu,
+            changed.promisc,
+            changed.allmulti,
+            changed.txqlen
+        ),
+        ("02:42:00:00:00:02", 1280, false, true, 654)
+    );
     let br = host.link_by_index(br.index).unwrap();
     for a in ["10.240.9.1/24", "fd40:9::1/64"] {
         host.add_addr(&br, a.parse().unwrap(), true).unwrap();
@@ -162,6 +194,17 @@ fn every_message_and_reply_decodes_independently() {
     assert!(port_options.contains(&InfoBridgePort::HairpinMode(true)));
     assert!(port_options.contains(&InfoBridgePort::Isolated(true)));
     check_bridge_and_veth(&sent);
+    // The combined change: every attribute and both flags in one message.
+    assert!(
+        sent.iter()
+            .any(|(_, m, _)| matches!(m, RouteNetlinkMessage::SetLink(l)
+        if l.attributes.contains(&LinkAttribute::TxQueueLen(654))
+            && l.attributes.contains(&LinkAttribute::Mtu(1280))
+            && l.attributes.contains(&LinkAttribute::Address(vec![0x02, 0x42, 0, 0, 0, 2]))
+            && l.header.change_mask.contains(LinkFlags::Allmulti | LinkFlags::Promisc)
+            && l.header.flags.contains(LinkFlags::Allmulti)
+            && !l.header.flags.contains(LinkFlags::Promisc)))
+    );
 
     let mut checked = [0usize; 3];
     for (_, m, body) in decoded.iter().filter(|(d, ..)| *d == Dir::Received) {
@@ -285,6 +328,8 @@ fn same_link(ours: &Link, l: &LinkMessage) {
     assert_eq!(ours.index, l.header.index);
     assert_eq!(ours.up, l.header.flags.contains(LinkFlags::Up));
     assert_eq!(ours.promisc, l.header.flags.contains(LinkFlags::Promisc));
+    assert_eq!(ours.allmulti, l.header.flags.contains(LinkFlags::Allmulti));
+    let (mut min_mtu, mut max_mtu) = (None, None);
     let mut kind = String::new();
     for a in &l.attributes {
         match a {
@@ -295,6 +340,10 @@ fn same_link(ours: &Link, l: &LinkMessage) {
             LinkAttribute::Link(p) => assert_eq!(ours.link, Some(*p).filter(|p| *p != 0)),
             LinkAttribute::LinkNetNsId(id) => assert_eq!(ours.link_netnsid, Some(*id)),
             LinkAttribute::Promiscuity(p) => assert_eq!(ours.promiscuity, *p),
+            LinkAttribute::IfAlias(a) => assert_eq!(ours.alias.as_deref(), Some(a.as_str())),
+            LinkAttribute::TxQueueLen(q) => assert_eq!(ours.txqlen, *q),
+            LinkAttribute::MinMtu(m) => min_mtu = Some(*m),
+            LinkAttribute::MaxMtu(m) => max_mtu = Some(*m),
             LinkAttribute::OperState(s) => {
                 assert_eq!(format!("{:?}", ours.oper_state), format!("{s:?}"))
             }
@@ -309,6 +358,7 @@ fn same_link(ours: &Link, l: &LinkMessage) {
         }
     }
     assert_eq!(ours.kind, kind, "kind of {}", ours.name);
+    assert_eq!((ours.min_mtu, ours.max_mtu), (min_mtu, max_mtu));
 }
 
 fn same_addr(ours: &Addr, a: &AddressMessage) {
@@ -359,5 +409,296 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
     assert_eq!(ours.src, src);
     if let Some(d) = dst {
         assert_eq!(ours.dst, IpNetwork::new(d, ours.dst.prefix()).unwrap());
+    }
+}
+
+/// IFB devices, qdiscs of every kind we make (a tbf with and without
+/// 64-bit rate and burst), the redirect filter, listings, deletions and a
+/// veth peer lookup: every message and reply decoded independently.
+fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
+    let ifb = host.create_ifb(&unique_name("cnirsxi"), 1400).unwrap();
+    host.set_up_with_alias(&ifb, Some("cni test")).unwrap();
+    let ifb = host.link_by_index(ifb.index).unwrap();
+    assert!(ifb.up);
+    let dev = host.create_ifb(&unique_name("cnirsxd"), 0).unwrap();
+    let tbf = Tbf::reference(1_000_000, 100_000, 15.625);
+    host.add_qdisc(&dev, tc::ROOT, tc::handle(1, 0), &QdiscSpec::Tbf(tbf))
+        .unwrap();
+    let big = Tbf {
+        rate: 5 << 32,
+        limit: 1 << 20,
+        buffer: 40_000,
+        burst: Some(64_000),
+    };
+    host.replace_qdisc(&dev, tc::ROOT, tc::handle(1, 0), &QdiscSpec::Tbf(big))
+        .unwrap();
+    host.add_qdisc(
+        &dev,
+        tc::INGRESS_PARENT,
+        tc::INGRESS_HANDLE,
+        &QdiscSpec::Ingress,
+    )
+    .unwrap();
+    host.add_u32_redirect(&dev, &redirect_to(ifb.index))
+        .unwrap();
+    assert_eq!(host.qdiscs(&dev).unwrap().len(), 2);
+    assert!(
+        host.filters(&dev, tc::INGRESS_HANDLE)
+            .unwrap()
+            .iter()
+            .any(|f| f.redirects_all_to(ifb.index))
+    );
+    host.delete_filters(&dev, tc::INGRESS_HANDLE, 1, ETH_P_ALL)
+        .unwrap();
+    host.delete_qdisc(&dev, tc::INGRESS_PARENT, tc::INGRESS_HANDLE)
+        .unwrap();
+    host.delete_qdisc(&dev, tc::ROOT, tc::handle(1, 0)).unwrap();
+    host.add_qdisc(
+        &ifb,
+        tc::INGRESS_PARENT,
+        tc::INGRESS_HANDLE,
+        &QdiscSpec::Clsact,
+    )
+    .unwrap();
+    host.qdiscs(&ifb).unwrap();
+    let veth = unique_name("cnirsxv");
+    host.create_veth_pair(&VethPair {
+        host_name: &veth,
+        container_name: "eth0",
+        container_ns: peer_ns,
+        container_mac: None,
+        mtu: None,
+        host_master: None,
+    })
+    .unwrap();
+    let inside = Netlink::in_netns(peer_ns).unwrap();
+    let crate::VethPeer::Found(peer) = host.veth_peer(&inside, "eth0").unwrap() else {
+        panic!("no veth peer");
+    };
+    assert_eq!(peer.name, veth);
+    (ifb, dev)
+}
+
+fn redirect_to(to: u32) -> U32Redirect {
+    U32Redirect {
+        parent: tc::INGRESS_HANDLE,
+        prio: 1,
+        protocol: ETH_P_ALL,
+        classid: tc::handle(1, 1),
+        to,
+    }
+}
+
+#[test]
+fn every_tc_message_and_reply_decodes_independently() {
+    let (a, b) = (TestNetns::new("xta"), TestNetns::new("xtb"));
+    let host = Netlink::in_netns(&open(&a)).unwrap();
+    let peer = open(&b);
+    wire::start();
+    let (ifb, dev) = exercise_tc(&host, &peer);
+    let decoded = decode(&wire::take());
+
+    let mut seen = [0usize; 7];
+    for (dir, m, body) in &decoded {
+        match (dir, m) {
+            (Dir::Received, RouteNetlinkMessage::NewLink(l)) => {
+                let ours = Link::from_body(body).unwrap();
+                same_link(&ours, l);
+                seen[6] += usize::from(ours.alias.is_some());
+            }
+            (Dir::Sent, RouteNetlinkMessage::NewLink(l)) => {
+                let kinds = link_infos(l);
+                if kinds.contains(&&LinkInfo::Kind(InfoKind::Ifb)) {
+                    assert!(l.attributes.contains(&LinkAttribute::TxQueueLen(0)));
+                    assert!(!l.header.flags.contains(LinkFlags::Up));
+                    seen[0] += 1;
+                }
+            }
+            (Dir::Sent, RouteNetlinkMessage::SetLink(l)) => {
+                assert_eq!(l.header.index, ifb.index);
+                assert!(l.header.flags.contains(LinkFlags::Up));
+                assert!(l.header.change_mask.contains(LinkFlags::Up));
+                assert!(
+                    l.attributes
+                        .contains(&LinkAttribute::IfAlias("cni test".into()))
+                );
+                seen[1] += 1;
+            }
+            (Dir::Sent, RouteNetlinkMessage::NewQueueDiscipline(q)) => {
+                assert_eq!(
+                    q.header.index as u32,
+                    Qdisc::from_body(body).unwrap().ifindex
+                );
+                check_sent_qdisc(q, body);
+                seen[2] += 1;
+            }
+            (Dir::Sent, RouteNetlinkMessage::NewTrafficFilter(f)) => {
+                let ours = Filter::from_body(body).unwrap();
+                same_filter(&ours, f);
+                assert!(ours.redirects_all_to(ifb.index));
+                assert_eq!(u32::from(f.header.parent), tc::INGRESS_HANDLE);
+                seen[3] += 1;
+            }
+            (Dir::Received, RouteNetlinkMessage::NewQueueDiscipline(q)) => {
+                same_qdisc(&Qdisc::from_body(body).unwrap(), q);
+                seen[4] += 1;
+            }
+            (Dir::Received, RouteNetlinkMessage::NewTrafficFilter(f)) => {
+                same_filter(&Filter::from_body(body).unwrap(), f);
+                seen[5] += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(seen[..4], [2, 1, 4, 1], "messages sent: {seen:?}");
+    assert!(
+        seen[4] >= 3 && seen[5] >= 2 && seen[6] >= 1,
+        "replies compared: {seen:?}"
+    );
+    let _ = (host.delete_link(&ifb), host.delete_link(&dev));
+}
+
+fn tc_kind(attrs: &[TcAttribute]) -> String {
+    attrs
+        .iter()
+        .find_map(|a| match a {
+            TcAttribute::Kind(k) => Some(k.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn tc_options(attrs: &[TcAttribute]) -> Vec<TcOption> {
+    attrs
+        .iter()
+        .find_map(|a| match a {
+            TcAttribute::Options(o) => Some(o.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The tbf options, which the independent parser leaves as one raw
+/// `TCA_OPTIONS` attribute (it knows no tbf): split with its attribute
+/// iterator, then `struct tc_tbf_qopt` read by the kernel header's layout
+/// (two 12-byte `tc_ratespec`, the rate their last field, then limit,
+/// buffer, mtu), the 64-bit rate and the burst.
+fn tbf_of(options: &[TcOption]) -> Tbf {
+    let mut t = Tbf {
+        rate: 0,
+        limit: 0,
+        buffer: 0,
+        burst: None,
+    };
+    let [TcOption::Other(nest)] = options else {
+        panic!("tbf options {options:?}");
+    };
+    assert_eq!(nest.kind(), 2, "TCA_OPTIONS");
+    let mut raw = vec![0; nest.value_len()];
+    nest.emit_value(&mut raw);
+    let u32_at = |v: &[u8], at: usize| u32::from_ne_bytes(v[at..at + 4].try_into().unwrap());
+    for nla in NlasIterator::new(&raw[..]) {
+        let nla = nla.unwrap();
+        let v = nla.value();
+        match nla.kind() {
+            1 => {
+                assert_eq!(v.len(), 36);
+                t.rate = t.rate.max(u64::from(u32_at(v, 8)));
+                t.limit = u32_at(v, 24);
+                t.buffer = u32_at(v, 28);
+            }
+            4 => t.rate = u64::from_ne_bytes(v[..8].try_into().unwrap()),
+            6 => t.burst = Some(u32_at(v, 0)),
+            k => panic!("unexpected tbf attribute {k}"),
+        }
+    }
+    t
+}
+
+fn check_sent_qdisc(q: &TcMessage, body: &[u8]) {
+    let ours = Qdisc::from_body(body).unwrap();
+    assert_eq!(tc_kind(&q.attributes), ours.kind);
+    let options = tc_options(&q.attributes);
+    match ours.kind.as_str() {
+        "tbf" => {
+            let theirs = tbf_of(&options);
+            assert!(ours.tbf.unwrap().same_shape(&theirs));
+            let rate64 = theirs.rate > u64::from(u32::MAX);
+            assert_eq!(
+                theirs.burst.is_some(),
+                rate64,
+                "burst sent with the big one only"
+            );
+        }
+        "ingress" | "clsact" => {
+            assert_eq!(u32::from(q.header.parent), tc::INGRESS_PARENT);
+            assert!(options.is_empty());
+        }
+        k => panic!("unexpected qdisc {k}"),
+    }
+}
+
+fn same_qdisc(ours: &Qdisc, q: &TcMessage) {
+    assert_eq!(ours.ifindex, q.header.index as u32);
+    assert_eq!(ours.handle, u32::from(q.header.handle));
+    assert_eq!(ours.parent, u32::from(q.header.parent));
+    assert_eq!(ours.kind, tc_kind(&q.attributes));
+    if ours.kind == "tbf" {
+        assert!(
+            ours.tbf
+                .unwrap()
+                .same_shape(&tbf_of(&tc_options(&q.attributes)))
+        );
+    }
+}
+
+fn same_filter(ours: &Filter, f: &TcMessage) {
+    assert_eq!(ours.ifindex, f.header.index as u32);
+    assert_eq!(ours.handle, u32::from(f.header.handle));
+    assert_eq!(ours.parent, u32::from(f.header.parent));
+    assert_eq!(u32::from(ours.prio), f.header.info >> 16);
+    assert_eq!(ours.protocol, u16::from_be((f.header.info & 0xffff) as u16));
+    assert_eq!(ours.kind, tc_kind(&f.attributes));
+    let (mut classid, mut keys, mut actions) = (None, None, Vec::new());
+    for o in tc_options(&f.attributes) {
+        let TcOption::U32(o) = o else {
+            panic!("filter option {o:?}");
+        };
+        match o {
+            TcFilterU32Option::ClassId(c) => classid = Some(u32::from(c)),
+            TcFilterU32Option::Selector(s) => {
+                assert_eq!(usize::from(s.nkeys), s.keys.len());
+                keys = Some(s.keys.iter().map(|k| (k.mask, k.val, k.off)).collect())
+            }
+            TcFilterU32Option::Action(a) => actions = a,
+            _ => {}
+        }
+    }
+    assert_eq!((ours.classid, &ours.keys), (classid, &keys));
+    assert_eq!(ours.actions.len(), actions.len());
+    for (mine, theirs) in ours.actions.iter().zip(&actions) {
+        let mut kind = String::new();
+        let mut mirred = None;
+        for a in &theirs.attributes {
+            match a {
+                TcActionAttribute::Kind(k) => kind = k.clone(),
+                TcActionAttribute::Options(opts) => {
+                    for o in opts {
+                        if let TcActionOption::Mirror(TcActionMirrorOption::Parms(p)) = o {
+                            mirred = Some(Mirred {
+                                eaction: match p.eaction {
+                                    TcMirrorActionType::EgressRedir => 1,
+                                    ref other => panic!("mirred {other:?}"),
+                                },
+                                ifindex: p.ifindex,
+                                verdict: i32::from(p.generic.action),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!((&mine.kind, mine.mirred), (&kind, mirred));
     }
 }

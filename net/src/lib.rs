@@ -14,7 +14,7 @@
 //! loop, pipelining and nfnetlink batches), [`batch`] (several changes in
 //! one round trip), [`link`], [`bridge_port`] (port VLANs), [`addr`],
 //! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
-//! netlink, in transactions), [`error`].
+//! netlink, in transactions), [`tc`] (qdiscs and filters), [`error`].
 //!
 //! ```no_run
 //! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
@@ -36,12 +36,13 @@ pub mod netns;
 pub mod nftables;
 pub mod route;
 pub mod sysctl;
+pub mod tc;
 
 pub use addr::{Addr, AddrFlags};
 pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, ErrorKind, Result};
 pub use ipnetwork::IpNetwork;
-pub use link::{BridgePortOptions, Link, OperState, VethPair, format_mac};
+pub use link::{BridgePortOptions, Link, LinkChanges, OperState, VethPair, VethPeer, format_mac};
 pub use netlink::Netlink;
 pub use route::{RouteInfo, RouteSpec};

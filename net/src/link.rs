@@ -18,14 +18,18 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_MASTER: u16 = 10;
+const IFLA_TXQLEN: u16 = 13;
 const IFLA_PROTINFO: u16 = 12;
 const IFLA_OPERSTATE: u16 = 16;
+const IFLA_IFALIAS: u16 = 20;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
 pub(crate) const IFLA_EXT_MASK: u16 = 29;
 const IFLA_PROMISCUITY: u16 = 30;
 const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_MIN_MTU: u16 = 50;
+const IFLA_MAX_MTU: u16 = 51;
 pub(crate) const IFLA_INFO_KIND: u16 = 1;
 pub(crate) const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
@@ -35,6 +39,7 @@ const IFLA_BRPORT_ISOLATED: u16 = 33;
 
 const IFF_UP: u32 = 0x1;
 const IFF_PROMISC: u32 = 0x100;
+const IFF_ALLMULTI: u32 = 0x200;
 pub(crate) const AF_BRIDGE: u8 = 7;
 
 /// `struct ifinfomsg`: family, type, index, flags, change mask.
@@ -71,6 +76,16 @@ pub struct Link {
     pub promisc: bool,
     /// The kernel's promiscuity counter (bridge ports raise it too).
     pub promiscuity: u32,
+    /// `IFLA_IFALIAS`, the free-text description (`ip link set alias`).
+    pub alias: Option<String>,
+    /// All-multicast mode as requested by a user (`IFF_ALLMULTI`).
+    pub allmulti: bool,
+    /// Transmit queue length (`IFLA_TXQLEN`).
+    pub txqlen: u32,
+    /// The MTU range the device takes (`IFLA_MIN_MTU`, `IFLA_MAX_MTU`);
+    /// `None` when the kernel does not say.
+    pub min_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
 }
 
 impl Link {
@@ -193,6 +208,11 @@ impl Link {
             link_netnsid: None,
             promisc: flags & IFF_PROMISC != 0,
             promiscuity: 0,
+            alias: None,
+            allmulti: flags & IFF_ALLMULTI != 0,
+            txqlen: 0,
+            min_mtu: None,
+            max_mtu: None,
         };
         for (kind, d) in attrs(b.get(16..)?) {
             match kind {
@@ -206,6 +226,10 @@ impl Link {
                 IFLA_LINK => link.link = u32_of(d).filter(|i| *i != 0),
                 IFLA_LINK_NETNSID => link.link_netnsid = u32_of(d).map(|v| v as i32),
                 IFLA_PROMISCUITY => link.promiscuity = u32_of(d).unwrap_or(0),
+                IFLA_IFALIAS => link.alias = Some(str_of(d)).filter(|a| !a.is_empty()),
+                IFLA_TXQLEN => link.txqlen = u32_of(d).unwrap_or(0),
+                IFLA_MIN_MTU => link.min_mtu = u32_of(d),
+                IFLA_MAX_MTU => link.max_mtu = u32_of(d),
                 IFLA_LINKINFO => {
                     if let Some((_, k)) = attrs(d).find(|(k, _)| *k == IFLA_INFO_KIND) {
                         link.kind = str_of(k);
@@ -230,6 +254,16 @@ fn get_by_name(name: &str) -> Msg {
     let mut m = Msg::new(RTM_GETLINK, 0, &ifinfo(0, 0, 0, 0));
     m.str(IFLA_IFNAME, name);
     m
+}
+
+#[cfg(test)]
+impl Link {
+    /// A link with only an index and a name, for message tests.
+    pub(crate) fn named(index: u32, name: &str) -> Link {
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, index, 0, 0));
+        m.str(IFLA_IFNAME, name);
+        Link::from_body(m.body()).unwrap_or_else(|| unreachable!())
+    }
 }
 
 impl Netlink {
@@ -300,6 +334,49 @@ impl Netlink {
             "set promisc off"
         };
         self.set_flag(link, IFF_PROMISC, on, op)
+    }
+
+    pub fn set_allmulti(&self, link: &Link, on: bool) -> Result<()> {
+        let op = if on {
+            "set allmulticast on"
+        } else {
+            "set allmulticast off"
+        };
+        self.set_flag(link, IFF_ALLMULTI, on, op)
+    }
+
+    /// Set the transmit queue length (`ip link set ... txqueuelen`).
+    pub fn set_txqlen(&self, link: &Link, txqlen: u32) -> Result<()> {
+        let mut m = by_index(link.index);
+        m.u32(IFLA_TXQLEN, txqlen);
+        self.set_link(&format!("set txqueuelen of {} to {txqlen}", link.name), m)
+    }
+
+    /// Change several attributes of `link` with one `RTM_SETLINK`: one
+    /// round trip and one RTNL lock instead of one each. The kernel
+    /// applies them in its order (address, MTU, flags, queue length) and
+    /// stops at the first it refuses, keeping those before it.
+    pub fn change_link(&self, link: &Link, c: &LinkChanges) -> Result<()> {
+        let (mut flags, mut change) = (0, 0);
+        for (flag, on) in [(IFF_PROMISC, c.promisc), (IFF_ALLMULTI, c.allmulti)] {
+            if let Some(on) = on {
+                change |= flag;
+                if on {
+                    flags |= flag;
+                }
+            }
+        }
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, link.index, flags, change));
+        if let Some(mac) = &c.mac {
+            m.attr(IFLA_ADDRESS, mac);
+        }
+        if let Some(mtu) = c.mtu {
+            m.u32(IFLA_MTU, mtu);
+        }
+        if let Some(q) = c.txqlen {
+            m.u32(IFLA_TXQLEN, q);
+        }
+        self.set_link(&format!("set {} of {}", c.describe(), link.name), m)
     }
 
     /// Enslave `link` to the bridge `master`, or release it with `None`.
@@ -421,6 +498,61 @@ impl Netlink {
             .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
     }
 
+    /// Create an IFB device (`ip link add NAME mtu M txqueuelen 0 type
+    /// ifb`), down, and return it as the kernel reports it. A qdisc put on
+    /// a device that is down spares the kernel waiting for the device to
+    /// go quiet (`dev_deactivate`); bring it up afterwards with
+    /// [`Netlink::set_up_with_alias`]. `EEXIST` when the name is taken.
+    pub fn create_ifb(&self, name: &str, mtu: u32) -> Result<Link> {
+        let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
+        m.str(IFLA_IFNAME, name);
+        if mtu > 0 {
+            m.u32(IFLA_MTU, mtu);
+        }
+        // No queue: the qdisc put on the device is the only one (the
+        // reference sets 0 too, see its PR #1097).
+        m.u32(IFLA_TXQLEN, 0);
+        m.nest(IFLA_LINKINFO, |m| {
+            m.str(IFLA_INFO_KIND, "ifb");
+        });
+        let create_op = format!("create ifb {name}");
+        let find_op = format!("find link {name}");
+        let (created, found) = self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
+        created?;
+        links_of(found?)
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+    }
+
+    /// Set `link` up and, when given, its alias (`IFLA_IFALIAS`, which the
+    /// kernel ignores when it creates a link), in one request.
+    pub fn set_up_with_alias(&self, link: &Link, alias: Option<&str>) -> Result<()> {
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, link.index, IFF_UP, IFF_UP));
+        if let Some(alias) = alias {
+            m.str(IFLA_IFALIAS, alias);
+        }
+        self.set_link(&format!("set up {}", link.name), m)
+    }
+
+    /// The other end of the veth `name` of namespace `container`, looked
+    /// up in this handle's namespace by its index (`IFLA_LINK`) and
+    /// confirmed to be a veth whose own peer is `name` (an index alone may
+    /// name an unrelated link when the peer lives elsewhere). Fails only
+    /// when `name` cannot be looked up.
+    pub fn veth_peer(&self, container: &Netlink, name: &str) -> Result<VethPeer> {
+        let inner = container.link_by_name(name)?;
+        let Some(index) = inner.link.filter(|_| inner.kind == "veth") else {
+            return Ok(VethPeer::NotVeth);
+        };
+        match self.link_by_index(index) {
+            Ok(l) if l.kind == "veth" && l.link == Some(inner.index) => Ok(VethPeer::Found(l)),
+            Ok(_) => Ok(VethPeer::Elsewhere(index)),
+            Err(e) if e.is_not_found() => Ok(VethPeer::Elsewhere(index)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Set bridge-port options of `port` (an enslaved link) through
     /// `IFLA_PROTINFO`: hairpin mode and port isolation.
     pub fn set_bridge_port(&self, port: &Link, opts: &BridgePortOptions) -> Result<()> {
@@ -442,6 +574,57 @@ impl Netlink {
     }
 }
 
+/// What [`Netlink::veth_peer`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VethPeer {
+    /// The peer, in this namespace.
+    Found(Link),
+    /// The link is not a veth (or a kernel older than 4.1 does not give
+    /// the peer's index).
+    NotVeth,
+    /// The peer, of this index, is not in this namespace.
+    Elsewhere(u32),
+}
+
+/// Link attributes to change together ([`Netlink::change_link`]); `None`
+/// leaves an attribute as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkChanges {
+    pub mac: Option<Vec<u8>>,
+    pub mtu: Option<u32>,
+    pub promisc: Option<bool>,
+    pub allmulti: Option<bool>,
+    pub txqlen: Option<u32>,
+}
+
+impl LinkChanges {
+    pub fn is_empty(&self) -> bool {
+        *self == LinkChanges::default()
+    }
+
+    /// `mac 02:00:00:00:00:01, mtu 1400, promisc on`.
+    pub fn describe(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(m) = &self.mac {
+            parts.push(format!("mac {}", format_mac(m)));
+        }
+        if let Some(m) = self.mtu {
+            parts.push(format!("mtu {m}"));
+        }
+        if let Some(p) = self.promisc {
+            parts.push(format!("promisc {}", on(p)));
+        }
+        if let Some(a) = self.allmulti {
+            parts.push(format!("allmulticast {}", on(a)));
+        }
+        if let Some(q) = self.txqlen {
+            parts.push(format!("txqueuelen {q}"));
+        }
+        parts.join(", ")
+    }
+}
+
 /// Bridge-port settings; `None` leaves a setting as it is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BridgePortOptions {
@@ -455,10 +638,14 @@ mod tests {
 
     #[test]
     fn parses_a_link_message_body() {
-        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, 7, IFF_UP | IFF_PROMISC, 0));
+        let flags = IFF_UP | IFF_PROMISC | IFF_ALLMULTI;
+        let mut m = Msg::new(RTM_NEWLINK, 0, &ifinfo(0, 7, flags, 0));
         m.str(IFLA_IFNAME, "veth1")
             .attr(IFLA_ADDRESS, &[2, 0, 0, 0, 0, 1])
             .u32(IFLA_MTU, 1400)
+            .u32(IFLA_TXQLEN, 500)
+            .u32(IFLA_MIN_MTU, 68)
+            .u32(IFLA_MAX_MTU, 65535)
             .u32(IFLA_MASTER, 3)
             .u32(IFLA_LINK, 0)
             .u8(IFLA_OPERSTATE, 6)
@@ -472,7 +659,11 @@ mod tests {
         );
         assert_eq!(l.mac_string(), "02:00:00:00:00:01");
         assert_eq!((l.mtu, l.master, l.link), (1400, Some(3), None));
-        assert!(l.up && l.promisc);
+        assert!(l.up && l.promisc && l.allmulti);
+        assert_eq!(
+            (l.txqlen, l.min_mtu, l.max_mtu),
+            (500, Some(68), Some(65535))
+        );
         assert_eq!(l.oper_state, OperState::Up);
         assert!(Link::from_body(&[0; 8]).is_none());
     }

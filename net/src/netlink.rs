@@ -1,7 +1,7 @@
 //! Netlink connections: plain blocking sockets bound to one namespace,
 //! hand-built messages ([`Msg`]) and one synchronous request/ack loop, for
 //! every netlink protocol the suite speaks (`NETLINK_ROUTE` for links,
-//! addresses, routes and later tc; `NETLINK_NETFILTER` for nf_tables and
+//! addresses, routes and tc; `NETLINK_NETFILTER` for nf_tables and
 //! later conntrack).
 //!
 //! A socket is created while the thread is switched into the target

@@ -223,3 +223,32 @@ fn bridge_port_vlans_match_iproute2() {
         }
     }
 }
+
+/// The attributes tuning changes, each read back with iproute2.
+#[test]
+fn allmulticast_and_txqueuelen_are_set_as_iproute2_reads_them() {
+    let ns = TestNetns::new("lkt");
+    let nl = Netlink::in_netns(&open(&ns)).unwrap();
+    let name = unique_name("cnirsbr");
+    nl.create_bridge(&name, None, false).unwrap();
+    let br = nl.link_by_name(&name).unwrap();
+    assert!(!br.allmulti);
+    assert!(br.min_mtu.is_some() && br.max_mtu.is_some(), "{br:?}");
+
+    nl.set_allmulti(&br, true).unwrap();
+    nl.set_txqlen(&br, 4321).unwrap();
+    let shown = ns.stdout(&["ip", "link", "show", &name]);
+    assert!(
+        shown.contains("ALLMULTI") && shown.contains("qlen 4321"),
+        "{shown}"
+    );
+    let br = nl.link_by_index(br.index).unwrap();
+    assert!(br.allmulti && br.txqlen == 4321);
+
+    nl.set_allmulti(&br, false).unwrap();
+    nl.set_txqlen(&br, 0).unwrap();
+    let shown = ns.stdout(&["ip", "link", "show", &name]);
+    assert!(!shown.contains("ALLMULTI"), "{shown}");
+    assert_eq!(nl.link_by_index(br.index).unwrap().txqlen, 0);
+    nl.delete_link(&br).unwrap();
+}

@@ -65,6 +65,38 @@ impl NetConf {
     }
 }
 
+/// `cni.dev/valid-attachments` (or the older `cni.dev/attachments`) of a
+/// GC config, as (containerID, ifname) pairs; `null` means none is valid.
+/// `None` when neither key is there: the runtime said nothing about what
+/// is in use, and GC must remove nothing.
+pub fn valid_attachments(stdin: &[u8]) -> Result<Option<Vec<(String, String)>>, Error> {
+    let decode = |e: gojson::DecodeError| {
+        Error::new(
+            code::DECODING_FAILURE,
+            format!("failed to load netconf: {e}"),
+        )
+    };
+    let doc = gojson::parse(stdin).map_err(decode)?;
+    let Some(list) = ["cni.dev/valid-attachments", "cni.dev/attachments"]
+        .iter()
+        .find_map(|k| doc.get(*k))
+    else {
+        return Ok(None);
+    };
+    let items = gojson::Field::root(list)
+        .items("[]types.GCAttachment")
+        .map_err(decode)?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let a = item.as_struct("types.GCAttachment").map_err(decode)?;
+        out.push((
+            a.field::<String>("containerID").map_err(decode)?,
+            a.field::<String>("ifname").map_err(decode)?,
+        ));
+    }
+    Ok(Some(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +158,32 @@ mod tests {
                 .unwrap_err()
                 .msg
                 .starts_with("could not parse prevResult")
+        );
+    }
+
+    #[test]
+    fn valid_attachments_of_a_gc_config() {
+        let list = |s: &str| valid_attachments(s.as_bytes()).unwrap();
+        assert_eq!(list(r#"{"name":"n"}"#), None);
+        assert_eq!(list(r#"{"cni.dev/valid-attachments":null}"#), Some(vec![]));
+        assert_eq!(
+            list(
+                r#"{"cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"},{"ContainerID":"c2","IFNAME":"net1"}]}"#
+            ),
+            Some(vec![
+                ("c1".into(), "eth0".into()),
+                ("c2".into(), "net1".into())
+            ])
+        );
+        assert_eq!(
+            list(r#"{"cni.dev/attachments":[{"containerID":"c3","ifname":"eth0"}]}"#),
+            Some(vec![("c3".into(), "eth0".into())])
+        );
+        let e = valid_attachments(br#"{"cni.dev/valid-attachments":{}}"#).unwrap_err();
+        assert_eq!(e.code, code::DECODING_FAILURE);
+        assert_eq!(
+            e.msg,
+            "failed to load netconf: json: cannot unmarshal object into Go value of type []types.GCAttachment"
         );
     }
 }

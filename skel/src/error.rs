@@ -96,6 +96,20 @@ impl Error {
     }
 }
 
+/// Several independent failures (DEL, GC) reported together: the first
+/// error's code, every message joined with `; `.
+pub fn join(errors: Vec<Error>) -> Result<(), Error> {
+    let mut iter = errors.into_iter();
+    let Some(mut out) = iter.next() else {
+        return Ok(());
+    };
+    for e in iter {
+        out.msg.push_str("; ");
+        out.msg.push_str(&e.msg);
+    }
+    Err(out)
+}
+
 /// The reference's `types.Error`, field for field.
 #[derive(Serialize, Deserialize)]
 #[serde(rename = "types.Error")]
@@ -134,6 +148,13 @@ mod tests {
             e.to_json(),
             "{\n    \"code\": 1,\n    \"msg\": \"incompatible CNI versions\",\n    \"details\": \"config is \\\"9.9.9\\\"\"\n}"
         );
+    }
+
+    #[test]
+    fn join_keeps_every_message() {
+        assert_eq!(join(vec![]), Ok(()));
+        let e = join(vec![Error::internal("a"), Error::config("b")]).unwrap_err();
+        assert_eq!(e, Error::internal("a; b"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn status(args: &CmdArgs) -> Result<(), Error> {
 /// releases no lease): every attachment may still be in use.
 pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
-    let valid = cni_attach::gc::valid_attachments(&args.stdin)?;
+    let valid = skel::conf::valid_attachments(&args.stdin)?;
     if valid.is_none() && (conf.is_layer3() || conf.macspoofchk) {
         eprintln!(
             "bridge: GC of network {} without cni.dev/valid-attachments: removing no rules",

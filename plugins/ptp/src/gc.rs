@@ -21,7 +21,7 @@ pub fn status(args: &CmdArgs) -> Result<(), Error> {
 pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let mut errors = Vec::new();
-    match cni_attach::gc::valid_attachments(&args.stdin)? {
+    match skel::conf::valid_attachments(&args.stdin)? {
         // Also with `ipMasq` off: it may have been on for older attachments.
         Some(valid) => {
             if let Err(e) = masq::gc(&conf, &valid) {

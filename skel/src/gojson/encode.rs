@@ -109,3 +109,12 @@ fn go_float(plain: bool, fixed: String, exp: String) -> String {
         _ => exp,
     }
 }
+
+/// `json.MarshalIndent(v, "", indent)` with another indent (the tuning
+/// plugin's backup files use one space).
+pub fn marshal_indent_with<T: Serialize + ?Sized>(value: &T, indent: &str) -> String {
+    write(
+        value,
+        GoFormatter(PrettyFormatter::with_indent(indent.as_bytes())),
+    )
+}

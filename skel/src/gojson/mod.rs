@@ -94,7 +94,7 @@ mod fold;
 mod quote;
 
 pub use decode::{DecodeError, Field, Object, from_value, parse, unmarshal};
-pub use encode::{marshal, marshal_indent};
+pub use encode::{marshal, marshal_indent, marshal_indent_with};
 pub use fold::{lookup, to_lower};
 pub use quote::quote;
 

@@ -435,3 +435,12 @@ fn quote_is_go_strconv_quote() {
         assert_eq!(quote(s), want, "{s:?}");
     }
 }
+
+#[test]
+fn marshal_indent_with_another_indent() {
+    let v = serde_json::json!({"a": [1, "<"], "b": {}});
+    assert_eq!(
+        marshal_indent_with(&v, " "),
+        "{\n \"a\": [\n  1,\n  \"\\u003c\"\n ],\n \"b\": {}\n}"
+    );
+}

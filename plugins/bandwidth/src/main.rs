@@ -1,0 +1,3 @@
+fn main() {
+    skel::main(&bandwidth::Bandwidth)
+}

@@ -1,0 +1,300 @@
+//! The saved link attributes: `<dataDir>/<containerID>_<ifname>.json`,
+//! byte for byte what the reference writes (Go's `MarshalIndent` with a
+//! one-space indent, keys `mac`, `promisc`, `mtu`, `allmulti`, `txQLen`,
+//! each only when it is recorded, mode 0600), so that either plugin
+//! restores the other's.
+//!
+//! Unlike the reference, the file is written to a temporary name and
+//! renamed into place (never torn), and a record for the network, an
+//! empty file `<dataDir>/.tuning/<network>/<containerID>_<ifname>.json`,
+//! lets GC find the backups of its own attachments in a `dataDir` every
+//! network shares. The Go plugin never looks there.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// The reference's `configToRestore`: the attributes as they were before
+/// ADD, only those ADD changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "main.configToRestore")]
+pub struct Saved {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub mac: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promisc: Option<bool>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtu: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allmulti: Option<bool>,
+    #[serde(rename = "txQLen", skip_serializing_if = "Option::is_none")]
+    pub txqlen: Option<i64>,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+impl Saved {
+    /// The file's bytes, as Go's `json.MarshalIndent(c, "", " ")`.
+    pub fn to_json(&self) -> String {
+        skel::gojson::marshal_indent_with(self, " ")
+    }
+
+    /// Attributes recorded in `self` win; `other` fills the rest. A second
+    /// ADD must not replace the original values with tuned ones.
+    pub fn or(self, other: Saved) -> Saved {
+        Saved {
+            mac: if self.mac.is_empty() {
+                other.mac
+            } else {
+                self.mac
+            },
+            promisc: self.promisc.or(other.promisc),
+            mtu: if self.mtu == 0 { other.mtu } else { self.mtu },
+            allmulti: self.allmulti.or(other.allmulti),
+            txqlen: self.txqlen.or(other.txqlen),
+        }
+    }
+}
+
+/// What is on disk for an attachment.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    Absent,
+    /// Present but not a backup (unreadable or not JSON); why.
+    Invalid(String),
+    Saved(Saved),
+}
+
+/// The backup of one attachment.
+#[derive(Debug, Clone)]
+pub struct Backup {
+    dir: PathBuf,
+    file: String,
+    network: String,
+}
+
+/// The file name the reference uses: `<containerID>_<ifname>.json`.
+pub fn file_name(container_id: &str, ifname: &str) -> String {
+    format!("{container_id}_{ifname}.json")
+}
+
+/// Where the records of `network`'s backups live.
+pub fn records_dir(data_dir: &Path, network: &str) -> PathBuf {
+    data_dir.join(".tuning").join(network)
+}
+
+/// Open `path` for writing, mode 0600, creating its directory (0700) only
+/// when it is missing: the common case costs one `open`.
+fn create(path: &Path, truncate: bool) -> std::io::Result<fs::File> {
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(truncate)
+            .mode(0o600)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            }
+            open()
+        }
+        other => other,
+    }
+}
+
+fn io(op: &str, path: &Path, e: &std::io::Error) -> Error {
+    Error::config(format!("{op} {}: {}", path.display(), skel::io_text(e)))
+}
+
+impl Backup {
+    pub fn new(data_dir: &Path, container_id: &str, ifname: &str, network: &str) -> Backup {
+        Backup {
+            dir: data_dir.to_path_buf(),
+            file: file_name(container_id, ifname),
+            network: network.to_string(),
+        }
+    }
+
+    /// The backup whose file (and record) is named `file`.
+    pub fn from_file_name(data_dir: &Path, file: &str, network: &str) -> Backup {
+        Backup {
+            dir: data_dir.to_path_buf(),
+            file: file.to_string(),
+            network: network.to_string(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.file)
+    }
+
+    fn record(&self) -> PathBuf {
+        records_dir(&self.dir, &self.network).join(&self.file)
+    }
+
+    /// The raw file, `None` when there is none.
+    pub fn raw(&self) -> Result<Option<Vec<u8>>, Error> {
+        let path = self.path();
+        match fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io("read", &path, &e)),
+        }
+    }
+
+    pub fn read(&self) -> Found {
+        match self.raw() {
+            Ok(raw) => self.parse(raw.as_deref()),
+            Err(e) => Found::Invalid(e.to_string()),
+        }
+    }
+
+    /// What `raw` (the file's bytes, `None` without a file) holds.
+    pub fn parse(&self, raw: Option<&[u8]>) -> Found {
+        match raw {
+            None => Found::Absent,
+            Some(bytes) => match skel::gojson::unmarshal::<Saved>(bytes) {
+                Ok(s) => Found::Saved(s),
+                Err(e) => Found::Invalid(format!("{}: {e}", self.path().display())),
+            },
+        }
+    }
+
+    /// Write `bytes` atomically (temporary file, then rename), mode 0600,
+    /// creating `dataDir` (0700) when needed, and record it for GC.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
+        let tmp = self
+            .dir
+            .join(format!(".{}.{}.tmp", self.file, std::process::id()));
+        let written = create(&tmp, true)
+            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|()| fs::rename(&tmp, self.path()));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io("failed to save", &self.path(), &e));
+        }
+        let record = self.record();
+        create(&record, false)
+            .map(drop)
+            .map_err(|e| io("failed to record", &record, &e))
+    }
+
+    /// Remove the backup and its record; absent is fine.
+    pub fn remove(&self) -> Result<(), Error> {
+        for path in [self.path(), self.record()] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io("failed to remove", &path, &e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Put the file back as it was before this ADD: `previous` content, or
+    /// no file at all.
+    pub fn put_back(&self, previous: Option<&[u8]>) -> Result<(), Error> {
+        match previous {
+            Some(bytes) => self.write(bytes),
+            None => self.remove(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_is_the_references() {
+        let s = Saved {
+            mac: "5a:be:9e:c9:b2:b1".into(),
+            promisc: Some(false),
+            mtu: 1400,
+            allmulti: Some(false),
+            txqlen: None,
+        };
+        // Observed from the Go plugin (v1.1.1), byte for byte.
+        assert_eq!(
+            s.to_json(),
+            "{\n \"mac\": \"5a:be:9e:c9:b2:b1\",\n \"promisc\": false,\n \"mtu\": 1400,\n \"allmulti\": false\n}"
+        );
+        let all = Saved {
+            txqlen: Some(0),
+            ..s.clone()
+        };
+        assert!(all.to_json().ends_with(",\n \"txQLen\": 0\n}"));
+        assert_eq!(Saved::default().to_json(), "{}");
+        let back: Saved = skel::gojson::unmarshal(all.to_json().as_bytes()).unwrap();
+        assert_eq!(back, all);
+    }
+
+    #[test]
+    fn go_reads_keys_case_insensitively_and_so_do_we() {
+        let s: Saved =
+            skel::gojson::unmarshal(br#"{"MAC":"02:00:00:00:00:01","TXQLEN":5,"x":1}"#).unwrap();
+        assert_eq!(s.mac, "02:00:00:00:00:01");
+        assert_eq!(s.txqlen, Some(5));
+    }
+
+    #[test]
+    fn earlier_values_win() {
+        let first = Saved {
+            mtu: 1500,
+            ..Default::default()
+        };
+        let now = Saved {
+            mtu: 1400,
+            mac: "02:00:00:00:00:02".into(),
+            ..Default::default()
+        };
+        let merged = first.or(now);
+        assert_eq!(
+            (merged.mtu, merged.mac.as_str()),
+            (1500, "02:00:00:00:00:02")
+        );
+    }
+
+    #[test]
+    fn write_read_remove() {
+        let dir = std::env::temp_dir().join(format!("cnirs-tuning-bk-{}", std::process::id()));
+        let data = dir.join("data");
+        let b = Backup::new(&data, "c1", "eth0", "net1");
+        assert_eq!(b.read(), Found::Absent);
+        let s = Saved {
+            mtu: 1500,
+            ..Default::default()
+        };
+        b.write(s.to_json().as_bytes()).unwrap();
+        assert_eq!(b.read(), Found::Saved(s));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&b.path()), 0o600);
+        assert_eq!(mode(&data), 0o700);
+        assert!(records_dir(&data, "net1").join("c1_eth0.json").exists());
+        // Nothing but the backup and the record directory.
+        let names: Vec<_> = fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+
+        fs::write(b.path(), "{").unwrap();
+        assert!(matches!(b.read(), Found::Invalid(_)));
+        b.put_back(None).unwrap();
+        assert_eq!(b.read(), Found::Absent);
+        assert!(!records_dir(&data, "net1").join("c1_eth0.json").exists());
+        b.remove().unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,49 @@
+//! DEL: restore the saved link attributes, then forget them.
+
+use std::fs::File;
+
+use cni_net::Netlink;
+use skel::netns::Netns;
+use skel::{CmdArgs, Reply};
+
+use crate::backup::{Backup, Found};
+use crate::config::Config;
+use crate::error::Error;
+use crate::link;
+
+pub fn del(args: &CmdArgs) -> Result<Reply, Error> {
+    let conf = Config::parse(&args.stdin, &args.args)?;
+    let backup = Backup::new(&conf.data_dir, &args.container_id, &args.ifname, &conf.name);
+    match &args.netns {
+        Netns::Open { file, .. } => restore(file, &args.ifname, &backup)?,
+        // The namespace is gone, and the link with it (a physical device
+        // went back to the host under whatever name it got): nothing can
+        // ever be restored. The reference keeps the file forever.
+        Netns::Unset | Netns::Missing(_) => backup.remove()?,
+    }
+    Ok(Reply::None)
+}
+
+/// Restore and remove the backup. Failures to restore a link that exists
+/// are reported and the backup kept, so that DEL can be retried (the
+/// reference ignores them and keeps the file); a missing link or an
+/// invalid file leaves nothing to restore.
+fn restore(ns: &File, ifname: &str, backup: &Backup) -> Result<(), Error> {
+    let saved = match backup.read() {
+        Found::Absent => return backup.remove(),
+        Found::Invalid(why) => {
+            eprintln!("tuning: {why}: not a backup; removed");
+            return backup.remove();
+        }
+        Found::Saved(s) => s,
+    };
+    let nl = Netlink::in_netns(ns)?;
+    let Some(link) = nl.find_link(ifname)? else {
+        return backup.remove();
+    };
+    let failed = link::restore(&nl, &link, &saved);
+    if !failed.is_empty() {
+        return Err(Error::config(failed.join("; ")));
+    }
+    backup.remove()
+}

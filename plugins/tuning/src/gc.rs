@@ -1,0 +1,55 @@
+//! GC (CNI 1.1): forget the backups of this network's attachments that
+//! the runtime no longer knows. The reference has no GC, and its backups
+//! of attachments deleted without their namespace stay forever.
+
+use std::collections::HashSet;
+
+use skel::{CmdArgs, Reply};
+
+use crate::backup::{Backup, file_name, records_dir};
+use crate::config::Config;
+use crate::error::Error;
+
+pub fn gc(args: &CmdArgs) -> Result<Reply, Error> {
+    let conf = Config::parse(&args.stdin, &args.args)?;
+    let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
+        eprintln!(
+            "tuning: GC of network {} without cni.dev/valid-attachments: removing nothing",
+            conf.name
+        );
+        return Ok(Reply::None);
+    };
+    let keep: HashSet<String> = valid
+        .iter()
+        .map(|(cid, ifname)| file_name(cid, ifname))
+        .collect();
+    let dir = records_dir(&conf.data_dir, &conf.name);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Reply::None),
+        Err(e) => {
+            return Err(Error::config(format!(
+                "read {}: {}",
+                dir.display(),
+                skel::io_text(&e)
+            )));
+        }
+    };
+    let mut failed = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if keep.contains(&name) {
+            continue;
+        }
+        if let Err(e) = Backup::from_file_name(&conf.data_dir, &name, &conf.name).remove() {
+            failed.push(e.to_string());
+        }
+    }
+    if failed.is_empty() {
+        Ok(Reply::None)
+    } else {
+        Err(Error::config(failed.join("; ")))
+    }
+}

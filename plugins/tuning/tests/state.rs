@@ -1,0 +1,201 @@
+//! Root tests of the saved state: repeated ADD keeps the originals, DEL
+//! without a namespace or link forgets the backup, GC removes the backups
+//! of attachments the runtime no longer has, the allowlist.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use testsupport::TempDir;
+
+/// A second ADD must not record the tuned values as the originals (the
+/// reference overwrites the backup), and gains only what it adds.
+#[test]
+fn repeated_add_keeps_the_original_values() {
+    let c = Container::new("srep");
+    let before = c.link();
+    c.run("ADD", &c.conf("1.0.0", json!({"mtu": 1400}))).ok();
+    let first = c.backup_text().unwrap();
+    let conf = c.conf("1.0.0", json!({"mtu": 1300, "mac": "02:00:00:00:00:77"}));
+    c.run("ADD", &conf).ok();
+    assert_eq!(c.link().mtu, 1300);
+    let second: Value = serde_json::from_str(&c.backup_text().unwrap()).unwrap();
+    assert_eq!(second["mtu"], before.mtu, "{first} then {second}");
+    assert_eq!(second["mac"], before.mac.as_str());
+    c.run("DEL", &conf).ok();
+    assert_eq!(c.link(), before);
+}
+
+/// Without the namespace nothing can be restored ever: the backup goes
+/// (the reference keeps it forever).
+#[test]
+fn del_without_the_namespace_forgets_the_backup() {
+    let mut c = Container::new("sgone");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    assert!(c.backup_text().is_some());
+    assert_eq!(c.data_files().len(), 2, "{:?}", c.data_files());
+    let path = c.ns.path().to_string();
+    c.ns.delete();
+    let r = c.call("DEL", &conf).netns(&path).run(ours());
+    r.ok();
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+    c.call("DEL", &conf).netns("").run(ours()).ok();
+}
+
+#[test]
+fn del_when_the_link_is_gone_forgets_the_backup() {
+    let c = Container::new("slink");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    c.ns.exec(&["ip", "link", "del", "eth0"]);
+    c.run("DEL", &conf).ok();
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+}
+
+/// A file that is not a backup (torn by a crashed writer of the Go
+/// plugin, which writes in place) is removed, with a note.
+#[test]
+fn del_removes_an_invalid_backup() {
+    let c = Container::new("sinv");
+    let before = c.link();
+    std::fs::write(c.backup(), "{\"mtu\": 9").unwrap();
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    let r = c.run("DEL", &conf);
+    r.ok();
+    assert!(r.stderr.contains("not a backup"), "{r:?}");
+    assert!(c.data_files().is_empty());
+    assert_eq!(c.link(), before);
+}
+
+/// GC removes the backups of this network's attachments that are not in
+/// `cni.dev/valid-attachments`, and nothing of another network sharing
+/// the data directory.
+#[test]
+fn gc_removes_backups_of_attachments_no_longer_valid() {
+    let data = TempDir::new("tunegc");
+    let mut keep = Vec::new();
+    for (i, network) in ["gcnet", "gcnet", "othernet"].iter().enumerate() {
+        let c = Container::new(&format!("sgc{i}"));
+        let mut conf = c.conf("1.1.0", json!({"mtu": 1400, "name": network}));
+        conf["dataDir"] = json!(data.to_str());
+        c.run("ADD", &conf).ok();
+        keep.push(c);
+    }
+    let files = |d: &TempDir| {
+        let mut v: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        files(&data),
+        [
+            "cidsgc0_eth0.json",
+            "cidsgc1_eth0.json",
+            "cidsgc2_eth0.json"
+        ]
+    );
+    let gc = |valid: Value| {
+        let mut conf = keep[0].conf("1.1.0", json!({"name": "gcnet"}));
+        conf["dataDir"] = json!(data.to_str());
+        conf.as_object_mut().unwrap().remove("prevResult");
+        if !valid.is_null() {
+            conf["cni.dev/valid-attachments"] = valid;
+        }
+        keep[0].call("GC", &conf).run(ours())
+    };
+    // Without the list, nothing goes.
+    let r = gc(Value::Null);
+    r.ok();
+    assert!(r.stderr.contains("removing nothing"), "{r:?}");
+    assert_eq!(files(&data).len(), 3);
+    gc(json!([{"containerID": "cidsgc1", "ifname": "eth0"}])).ok();
+    assert_eq!(files(&data), ["cidsgc1_eth0.json", "cidsgc2_eth0.json"]);
+    gc(json!([])).ok();
+    assert_eq!(files(&data), ["cidsgc2_eth0.json"]);
+}
+
+/// A disallowed sysctl is refused, and nothing changes: not the allowed
+/// sysctls, not the link, no backup.
+#[test]
+fn allowlist_refuses_and_nothing_changes() {
+    let c = Container::new("sallow");
+    let list = TempDir::new("allowlist");
+    let file = list.join("allowlist.conf");
+    std::fs::write(
+        &file,
+        "^net\\.core\\.somaxconn$\n  \n  ^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$  \n",
+    )
+    .unwrap();
+    let before = (
+        c.link(),
+        c.sysctl("net/core/somaxconn"),
+        c.sysctl("net/ipv4/conf/eth0/arp_notify"),
+    );
+    let with_list = |conf: &Value| {
+        c.call("ADD", conf)
+            .env("CNI_RS_TUNING_ALLOWLIST", file.to_str().unwrap())
+            .run(ours())
+    };
+    let bad = c.conf(
+        "1.0.0",
+        json!({"mtu": 1400, "sysctl": {"net.core.somaxconn": "999", "net.ipv4.conf.IFNAME.arp_notify": "1", "net.ipv4.ip_forward": "1"}}),
+    );
+    let e = with_list(&bad).err(999);
+    assert_eq!(
+        e["msg"],
+        r"Sysctl net.ipv4.ip_forward is not allowed. Only the following sysctls are allowed: [^net\.core\.somaxconn$ ^net\.ipv4\.conf\.IFNAME\.[a-z_]*$]"
+    );
+    let after = (
+        c.link(),
+        c.sysctl("net/core/somaxconn"),
+        c.sysctl("net/ipv4/conf/eth0/arp_notify"),
+    );
+    assert_eq!(after, before);
+    assert!(c.data_files().is_empty());
+
+    let good = c.conf(
+        "1.0.0",
+        json!({"sysctl": {"net.core.somaxconn": "999", "net.ipv4.conf.IFNAME.arp_notify": "1"}}),
+    );
+    with_list(&good).ok();
+    assert_eq!(c.sysctl("net/core/somaxconn"), "999");
+
+    // An unreadable allowlist (a directory here) fails ADD.
+    let e = c
+        .call("ADD", &good)
+        .env("CNI_RS_TUNING_ALLOWLIST", list.to_str())
+        .run(ours())
+        .err(999);
+    assert!(e["msg"].as_str().unwrap().contains("is a directory"), "{e}");
+    // A missing one restricts nothing.
+    c.call("ADD", &bad)
+        .env(
+            "CNI_RS_TUNING_ALLOWLIST",
+            list.join("none").to_str().unwrap(),
+        )
+        .run(ours())
+        .ok();
+}
+
+/// What can be restored is; what cannot is reported in the reference's
+/// words, and the backup stays for a retry.
+#[test]
+fn del_restores_what_it_can_and_reports_the_rest() {
+    let c = Container::new("spart");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    std::fs::write(c.backup(), "{\n \"mac\": \"zz\",\n \"mtu\": 1500\n}").unwrap();
+    let e = c.run("DEL", &conf).err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to restore MAC address: invalid args zz for MAC addr: address zz: invalid MAC address"
+    );
+    assert_eq!(c.link().mtu, 1500);
+    assert!(c.backup_text().is_some());
+}
