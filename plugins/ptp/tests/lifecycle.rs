@@ -148,8 +148,8 @@ fn static_ipam(addresses: Value) -> Value {
            "routes": [{"dst": "0.0.0.0/0"}]})
 }
 
-/// With the reference's static IPAM: fixed addresses work; an address
-/// without a gateway, which the reference crashes on, is refused.
+/// With static IPAM: fixed addresses work; an address without a gateway,
+/// which the reference crashes on, is refused.
 #[test]
 fn static_ipam_addresses_and_missing_gateway() {
     let h = host("st");
@@ -163,6 +163,18 @@ fn static_ipam_addresses_and_missing_gateway() {
     }
     assert!(ping(&c1, "10.240.38.6") && ping(&c2, "10.240.38.5"));
     assert!(ping(&c1, "10.240.38.1"));
+    // Two addresses behind one gateway: it goes on the host end once.
+    let c4 = TestNetns::new("st4");
+    conf["ipam"] = static_ipam(json!([
+        {"address": "10.240.38.8/24", "gateway": "10.240.38.1"},
+        {"address": "10.240.38.9/24", "gateway": "10.240.38.1"},
+    ]));
+    h.add(&conf, "c4", &c4);
+    for src in ["10.240.38.8", "10.240.38.9"] {
+        let out = c4.exec_output(&["ping", "-c1", "-W1", "-I", src, "10.240.38.5"]);
+        assert!(out.status.success(), "from {src}");
+    }
+    h.del(&conf, "c4", c4.path());
 
     let c3 = TestNetns::new("st3");
     conf["ipam"] = static_ipam(json!([{"address": "10.240.38.7/24"}]));

@@ -1,7 +1,6 @@
 //! Shared setup of the ptp plugin's root tests: a [`PluginHost`] (the
-//! plugin runs in a throwaway "host" namespace) with our host-local and the
-//! reference's static IPAM on its `CNI_PATH`; containers are further
-//! namespaces.
+//! plugin runs in a throwaway "host" namespace) with our host-local and
+//! static IPAM on its `CNI_PATH`; containers are further namespaces.
 
 #![allow(dead_code)]
 
@@ -21,11 +20,7 @@ pub const REFERENCE: &str = "/usr/lib/cni";
 
 /// A host running ptp.
 pub fn host(tag: &str) -> PluginHost {
-    let h = PluginHost::new(tag, bin(), &["host-local"]);
-    let stat = Path::new(REFERENCE).join("static");
-    std::os::unix::fs::symlink(&stat, h.path.join("static"))
-        .unwrap_or_else(|e| panic!("symlink {}: {e}", stat.display()));
-    h
+    PluginHost::new(tag, bin(), &["host-local", "static"])
 }
 
 /// A ptp config with host-local on `subnets` and a default route for each
