@@ -143,6 +143,37 @@ fn existing_interface_is_refused_before_ipam() {
     h.del(&conf, "c1", c.path());
 }
 
+/// A namespace path that does not exist: ADD fails with the reference's
+/// message before IPAM runs; CHECK says the sandbox does not match a
+/// `prevResult` of another namespace.
+#[test]
+fn missing_or_other_namespace() {
+    let h = host("ns");
+    let conf = conf(&h, "1.0.0", &["10.240.44.0/24"], json!({}));
+    let e = h
+        .call("ADD", &conf, "c1", "/run/netns/cnirs-none", "eth0")
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to open netns \"/run/netns/cnirs-none\": failed to Statfs \
+         \"/run/netns/cnirs-none\": no such file or directory"
+    );
+    assert!(h.leases().is_empty());
+    let (c, other) = (TestNetns::new("nsc"), TestNetns::new("nso"));
+    let r = h.add(&conf, "c1", &c);
+    let e = h
+        .call("CHECK", &with_prev(&conf, &r), "c1", other.path(), "eth0")
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        format!(
+            "Sandbox in prevResult  doesn't match configured netns: {}",
+            other.path()
+        )
+    );
+    h.del(&conf, "c1", c.path());
+}
+
 fn static_ipam(addresses: Value) -> Value {
     json!({"type": "static", "addresses": addresses,
            "routes": [{"dst": "0.0.0.0/0"}]})
