@@ -67,6 +67,8 @@ struct Links<'a> {
     port: Link,
     /// The container end.
     container: Link,
+    /// Whether forwarding was on (IPv4, IPv6), read while IPAM ran.
+    forwarding: [bool; 2],
 }
 
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
@@ -129,6 +131,7 @@ fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links
         host,
         port,
         container,
+        forwarding: [false, true].map(host_sysctl::forwarding_on),
     })
 }
 
@@ -146,7 +149,8 @@ fn address(
     let result = new_result(args, links, ipam)?;
 
     for ipv6 in [false, true] {
-        if result.ips.iter().any(|ip| ip.address.is_ipv4() != ipv6) {
+        let family = result.ips.iter().any(|ip| ip.address.is_ipv4() != ipv6);
+        if family && !links.forwarding[usize::from(ipv6)] {
             host_sysctl::enable_forwarding(ipv6)
                 .map_err(|e| e.context("Could not enable IP forwarding"))?;
         }

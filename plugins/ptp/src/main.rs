@@ -1,3 +1,2 @@
-fn main() {
-    skel::main(&ptp::PLUGIN)
-}
+#![no_main]
+skel::plugin_main!(ptp::PLUGIN);
