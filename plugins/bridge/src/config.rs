@@ -5,18 +5,12 @@
 //! Keys are matched like Go's JSON decoder: exact name first, then
 //! case-insensitively; unknown keys are ignored; `null` keeps the default.
 
+use cni_firewall::Backend;
 use serde_json::{Map, Value};
 use skel::args::{Args, Kind};
 use skel::types::Dns;
 
 use crate::error::Error;
-
-/// Which firewall interface carries the masquerade rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Nftables,
-    Iptables,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -27,7 +21,8 @@ pub struct Config {
     pub is_default_gateway: bool,
     pub force_address: bool,
     pub ip_masq: bool,
-    /// `None`: pick nftables when `nft` works, else iptables.
+    /// `None`: auto (iptables when usable, else nftables; see
+    /// `cni_firewall::select`).
     pub ip_masq_backend: Option<Backend>,
     /// 0: kernel default.
     pub mtu: u32,
@@ -75,14 +70,9 @@ impl Config {
             Some(v) => serde_json::from_value(v.clone())
                 .map_err(|e| Error::decode(format!("failed to load netconf: dns: {e}")))?,
         };
-        let backend = match f.string("ipMasqBackend", "ipMasqBackend")?.as_deref() {
-            None => None,
-            Some("nftables") => Some(Backend::Nftables),
-            Some("iptables") => Some(Backend::Iptables),
-            Some(other) => {
-                return Err(Error::config(format!("unknown ipmasq backend {other:?}")));
-            }
-        };
+        let backend = cni_firewall::select::parse_ipmasq(
+            f.string("ipMasqBackend", "ipMasqBackend")?.as_deref(),
+        )?;
         let mtu = f.int("mtu")?.unwrap_or(0);
         let mtu = u32::try_from(mtu).map_err(|_| {
             Error::config(format!(
