@@ -346,6 +346,18 @@ mod tests {
 -A CNI-fb21b640fde7fb73bc20647d -d 10.33.0.0/24 -m comment --comment \"name: \\\"mq\\\" id: \\\"c1\\\"\" -j ACCEPT\nCOMMIT\n";
 
     #[test]
+    fn a_missing_tool_is_an_unavailable_backend() {
+        let e = tool_error(ExecError::NotFound(
+            "exec: \"iptables-save\": not found".into(),
+        ));
+        assert_eq!(e.kind(), crate::ErrorKind::Unavailable(Backend::Iptables));
+        assert_eq!(
+            tool_error(ExecError::Failed("x".into())).kind(),
+            crate::ErrorKind::Failed
+        );
+    }
+
+    #[test]
     fn save_sections_chains_and_references() {
         let s = Save::new(SAVE.to_string());
         let chain = "CNI-fb21b640fde7fb73bc20647d";
