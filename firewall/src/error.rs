@@ -111,15 +111,11 @@ impl From<cni_net::Error> for Error {
 /// Independent failures (teardown of several rule sets) reported together:
 /// the messages joined with `; `, the first error's kind.
 pub fn join(errors: Vec<Error>) -> Result<()> {
-    let mut iter = errors.into_iter();
-    let Some(mut out) = iter.next() else {
-        return Ok(());
-    };
-    for e in iter {
-        out.msg.push_str("; ");
-        out.msg.push_str(&e.msg);
-    }
-    Err(out)
+    let joined = errors.into_iter().reduce(|mut all, e| {
+        all.msg = format!("{}; {}", all.msg, e.msg);
+        all
+    });
+    joined.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

@@ -326,26 +326,24 @@ mod tests {
         }
     }
 
+    /// `Ok`, or the unavailable error a node without `b` gives.
+    fn answer(usable: bool, b: Backend, why: &str) -> Result<()> {
+        match usable {
+            true => Ok(()),
+            false => Err(Error::unavailable(b, why)),
+        }
+    }
+
     impl Probe for Fake {
         fn iptables(&self) -> Result<()> {
             self.asked.set(self.asked.get() + 1);
-            match self.iptables {
-                true => Ok(()),
-                false => Err(Error::unavailable(
-                    Backend::Iptables,
-                    "exec: \"iptables-restore\": executable file not found in $PATH",
-                )),
-            }
+            let why = "exec: \"iptables-restore\": executable file not found in $PATH";
+            answer(self.iptables, Backend::Iptables, why)
         }
         fn nftables(&self) -> Result<()> {
             self.asked.set(self.asked.get() + 1);
-            match self.nftables {
-                true => Ok(()),
-                false => Err(Error::unavailable(
-                    Backend::Nftables,
-                    "open netfilter netlink socket: protocol not supported",
-                )),
-            }
+            let why = "open netfilter netlink socket: protocol not supported";
+            answer(self.nftables, Backend::Nftables, why)
         }
         fn firewalld(&self) -> bool {
             self.firewalld

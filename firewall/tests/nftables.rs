@@ -63,8 +63,10 @@ fn owner(cid: &'static str) -> Owner<'static> {
     }
 }
 
-/// The attachments of the fixtures: (owner, addresses, veth, MAC).
-fn attachments() -> [(Owner<'static>, Vec<IpNetwork>, &'static str, [u8; 6]); 2] {
+/// An attachment of the fixtures: owner, addresses, host veth, MAC.
+type Attachment = (Owner<'static>, Vec<IpNetwork>, &'static str, [u8; 6]);
+
+fn attachments() -> [Attachment; 2] {
     [
         (
             owner("c1"),
@@ -93,54 +95,54 @@ fn assert_same(ours: &Ns, theirs: &Ns, table: (&str, &str)) {
     assert!(a["nftables"].as_array().unwrap().len() > 3, "{a}");
 }
 
-#[test]
-fn ipmasq_after_two_adds_matches_the_reference() {
-    let (ours, theirs) = (Ns::new("fwm"), Ns::new("fwn"));
-    for (o, addrs, _, _) in attachments() {
-        ipmasq::setup(&ours.nl, Backend::Nftables, &addrs, &o)
-            .unwrap()
-            .wait()
-            .unwrap();
-    }
-    theirs.ns.nft_f(&fixture("ipmasq-two.nft"));
-    assert_same(&ours, &theirs, MASQ);
-}
-
-#[test]
-fn spoofchk_after_two_adds_matches_the_reference() {
-    let (ours, theirs) = (Ns::new("fws"), Ns::new("fwt"));
-    for (o, _, veth, mac) in attachments() {
-        let id = spoofchk::id(o.container_id, o.ifname);
-        spoofchk::setup(&ours.nl, &id, veth, mac).unwrap();
-    }
-    theirs.ns.nft_f(&fixture("spoofchk-two.nft"));
-    assert_same(&ours, &theirs, SPOOF);
-}
-
-/// The bridge's ADD: masquerade and spoof check planned into one
-/// transaction per attachment.
-#[test]
-fn bridge_add_state_after_two_attachments_matches_the_reference() {
-    let (ours, theirs) = (Ns::new("fwb"), Ns::new("fwc"));
-    for (o, addrs, veth, mac) in attachments() {
-        let mut tx = Transaction::new();
-        ipmasq::nft::plan_setup(&ours.nl, &mut tx, &addrs, &o).unwrap();
-        spoofchk::plan_setup(&mut tx, &spoofchk::id(o.container_id, o.ifname), veth, mac);
-        ours.nl.nft_apply(tx).unwrap();
-    }
-    theirs
-        .ns
-        .nft_f(&(fixture("ipmasq-two.nft") + &fixture("spoofchk-two.nft")));
-    assert_same(&ours, &theirs, MASQ);
-    assert_same(&ours, &theirs, SPOOF);
-}
-
 /// The masquerade rules of an ADD through nftables.
 fn add(ns: &Ns, addrs: &[IpNetwork], o: &Owner<'_>) {
     ipmasq::setup(&ns.nl, Backend::Nftables, addrs, o)
         .unwrap()
         .wait()
         .unwrap();
+}
+
+/// `ours` makes each attachment's objects in one namespace, `nft -f` of
+/// the fixtures in another; every table of `tables` must list the same.
+fn oracle(fixtures: &[&str], tables: &[(&str, &str)], ours: impl Fn(&Ns, Attachment)) {
+    let (a, b) = (Ns::new("fwo"), Ns::new("fwr"));
+    for att in attachments() {
+        ours(&a, att);
+    }
+    let text: String = fixtures.iter().map(|f| fixture(f)).collect();
+    b.ns.nft_f(&text);
+    for t in tables {
+        assert_same(&a, &b, *t);
+    }
+}
+
+#[test]
+fn ipmasq_after_two_adds_matches_the_reference() {
+    oracle(&["ipmasq-two.nft"], &[MASQ], |ns, (o, addrs, ..)| {
+        add(ns, &addrs, &o)
+    });
+}
+
+#[test]
+fn spoofchk_after_two_adds_matches_the_reference() {
+    oracle(&["spoofchk-two.nft"], &[SPOOF], |ns, (o, _, veth, mac)| {
+        let id = spoofchk::id(o.container_id, o.ifname);
+        spoofchk::setup(&ns.nl, &id, veth, mac).unwrap();
+    });
+}
+
+/// The bridge's ADD: masquerade and spoof check planned into one
+/// transaction per attachment.
+#[test]
+fn bridge_add_state_after_two_attachments_matches_the_reference() {
+    let fixtures = ["ipmasq-two.nft", "spoofchk-two.nft"];
+    oracle(&fixtures, &[MASQ, SPOOF], |ns, (o, addrs, veth, mac)| {
+        let mut tx = Transaction::new();
+        ipmasq::nft::plan_setup(&ns.nl, &mut tx, &addrs, &o).unwrap();
+        spoofchk::plan_setup(&mut tx, &spoofchk::id(o.container_id, o.ifname), veth, mac);
+        ns.nl.nft_apply(tx).unwrap();
+    });
 }
 
 fn handles(ns: &Ns, chain: &str) -> Vec<u64> {
