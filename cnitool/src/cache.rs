@@ -10,11 +10,11 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use skel::CniResult;
+use skel::{CniResult, gojson};
 
 use crate::error::{Error, Result};
-use crate::gojson;
 
 /// libcni's default cache directory.
 pub const DEFAULT_DIR: &str = "/var/lib/cni";
@@ -36,112 +36,68 @@ pub struct Entry {
     pub result: Option<Value>,
 }
 
+/// libcni's `cachedInfo`: its fields in declaration order, empty ones
+/// omitted as its `omitempty` tags say.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "libcni.cachedInfo")]
+struct CachedInfo {
+    kind: String,
+    #[serde(rename = "containerId")]
+    container_id: String,
+    /// A Go `[]byte`: padded standard base64.
+    config: String,
+    #[serde(rename = "ifName")]
+    ifname: String,
+    #[serde(rename = "networkName")]
+    network_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    netns: String,
+    #[serde(rename = "cniArgs", skip_serializing_if = "Vec::is_empty")]
+    cni_args: Vec<(String, String)>,
+    #[serde(rename = "capabilityArgs", skip_serializing_if = "Map::is_empty")]
+    capability_args: Map<String, Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    result: Map<String, Value>,
+}
+
 impl Entry {
     /// The file content libcni's `cacheAdd` writes for this entry.
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Struct fields in Go's declaration order; only maps are sorted.
-        let mut out = String::from("{");
-        let mut field = |name: &str, v: &Value| {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push_str(&gojson::to_string(&Value::from(name)));
-            out.push(':');
-            out.push_str(&gojson::to_string(v));
-        };
-        field("kind", &Value::from(KIND_V1));
-        field("containerId", &Value::from(self.container_id.as_str()));
-        field("config", &Value::from(gojson::base64_encode(&self.config)));
-        field("ifName", &Value::from(self.ifname.as_str()));
-        field("networkName", &Value::from(self.network_name.as_str()));
-        if !self.netns.is_empty() {
-            field("netns", &Value::from(self.netns.as_str()));
-        }
-        if !self.cni_args.is_empty() {
-            let pairs = self
-                .cni_args
-                .iter()
-                .map(|(k, v)| Value::from(vec![k.as_str(), v.as_str()]))
-                .collect();
-            field("cniArgs", &Value::Array(pairs));
-        }
-        if !self.capability_args.is_empty() {
-            field(
-                "capabilityArgs",
-                &Value::Object(self.capability_args.clone()),
-            );
-        }
-        match &self.result {
-            Some(Value::Object(m)) if !m.is_empty() => field("result", &Value::Object(m.clone())),
-            _ => {}
-        }
-        out.push('}');
-        out.into_bytes()
-    }
-
-    /// Parse a v1 entry; `None` when the data is not a v1 entry (a legacy
-    /// cache or garbage).
-    pub fn from_bytes(bytes: &[u8]) -> Option<Entry> {
-        let v: Value = serde_json::from_slice(bytes).ok()?;
-        let obj = v.as_object()?;
-        if str_field(obj, "kind")? != KIND_V1 {
-            return None;
-        }
-        let config = match field(obj, "config") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => gojson::base64_decode(s).ok()?,
-            Some(_) => return None,
-        };
-        let mut cni_args = Vec::new();
-        match field(obj, "cniArgs") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for item in items {
-                    let pair = item.as_array()?;
-                    let k = pair.first().and_then(Value::as_str).unwrap_or_default();
-                    let v = pair.get(1).and_then(Value::as_str).unwrap_or_default();
-                    cni_args.push((k.to_string(), v.to_string()));
-                }
-            }
-            Some(_) => return None,
-        }
-        let capability_args = match field(obj, "capabilityArgs") {
-            None | Some(Value::Null) => Map::new(),
+        let result = match &self.result {
             Some(Value::Object(m)) => m.clone(),
-            Some(_) => return None,
+            _ => Map::new(),
         };
-        let result = match field(obj, "result") {
-            None | Some(Value::Null) => None,
-            Some(v @ Value::Object(_)) => Some(v.clone()),
-            Some(_) => return None,
-        };
-        Some(Entry {
-            container_id: str_field(obj, "containerId").unwrap_or_default(),
-            config,
-            ifname: str_field(obj, "ifName").unwrap_or_default(),
-            network_name: str_field(obj, "networkName").unwrap_or_default(),
-            netns: str_field(obj, "netns").unwrap_or_default(),
-            cni_args,
-            capability_args,
+        gojson::marshal(&CachedInfo {
+            kind: KIND_V1.to_string(),
+            container_id: self.container_id.clone(),
+            config: skel::base64::encode(&self.config),
+            ifname: self.ifname.clone(),
+            network_name: self.network_name.clone(),
+            netns: self.netns.clone(),
+            cni_args: self.cni_args.clone(),
+            capability_args: self.capability_args.clone(),
             result,
         })
+        .into_bytes()
     }
-}
 
-/// Go matches JSON keys to struct fields case-insensitively; so do we.
-fn field<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.get(name).or_else(|| {
-        obj.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
-    })
-}
-
-fn str_field(obj: &Map<String, Value>, name: &str) -> Option<String> {
-    match field(obj, name) {
-        None | Some(Value::Null) => Some(String::new()),
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => None,
+    /// Parse a v1 entry as libcni decodes it; `None` when the data is not
+    /// a v1 entry (a legacy cache or garbage).
+    pub fn from_bytes(bytes: &[u8]) -> Option<Entry> {
+        let info: CachedInfo = gojson::unmarshal(bytes).ok()?;
+        if info.kind != KIND_V1 {
+            return None;
+        }
+        Some(Entry {
+            container_id: info.container_id,
+            config: skel::base64::decode(&info.config).ok()?,
+            ifname: info.ifname,
+            network_name: info.network_name,
+            netns: info.netns,
+            cni_args: info.cni_args,
+            capability_args: info.capability_args,
+            result: (!info.result.is_empty()).then_some(Value::Object(info.result)),
+        })
     }
 }
 
@@ -289,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn bytes_match_go_marshal() {
+    fn bytes_match_go_marshal_and_read_back() {
         // What Go's json.Marshal(cachedInfo) prints for the same values.
         let expected = concat!(
             r#"{"kind":"cniCacheV1","containerId":"c1","config":"eyJuYW1lIjoibiJ9","#,
@@ -321,5 +277,17 @@ mod tests {
         assert!(Entry::from_bytes(br#"{"cniVersion":"0.4.0","ips":[]}"#).is_none());
         assert!(Entry::from_bytes(b"garbage").is_none());
         assert!(Entry::from_bytes(br#"{"kind":"cniCacheV1","config":"!!"}"#).is_none());
+        assert!(Entry::from_bytes(br#"{"kind":"cniCacheV1","result":[]}"#).is_none());
+    }
+
+    #[test]
+    fn entries_are_read_as_go_reads_them() {
+        // Keys in any case; a `[2]string` pair with one element.
+        let e = Entry::from_bytes(
+            br#"{"KIND":"cniCacheV1","ContainerID":"c","IfName":"eth0","NetworkName":"n","CniArgs":[["K"]]}"#,
+        )
+        .unwrap();
+        assert_eq!((e.container_id.as_str(), e.ifname.as_str()), ("c", "eth0"));
+        assert_eq!(e.cni_args, vec![("K".to_string(), String::new())]);
     }
 }

@@ -73,12 +73,12 @@ pub struct VersionInfo {
 }
 
 impl VersionInfo {
+    /// What a plugin prints for VERSION (Go's `json.Marshal`).
     pub fn to_json(&self) -> String {
-        serde_json::json!({
+        skel::gojson::marshal(&serde_json::json!({
             "cniVersion": self.cni_version,
             "supportedVersions": self.supported_versions,
-        })
-        .to_string()
+        }))
     }
 }
 
@@ -439,7 +439,7 @@ pub fn parse_result(out: &[u8], cni_version: &str) -> Result<CniResult> {
     if !value.is_object() {
         return Err(bad(format!(
             "expected a JSON object, found {}",
-            crate::config::json_kind(&value)
+            skel::gojson::kind(&value)
         )));
     }
     CniResult::parse(&value, cni_version).map_err(|e| bad(e.to_string()))
@@ -499,6 +499,18 @@ fn join_errors(mut errors: Vec<Error>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_info_json_escapes_html_characters_as_go_does() {
+        let v = VersionInfo {
+            cni_version: "1.1.0".into(),
+            supported_versions: vec!["<1.0.0&>".into()],
+        };
+        assert_eq!(
+            v.to_json(),
+            r#"{"cniVersion":"1.1.0","supportedVersions":["\u003c1.0.0\u0026\u003e"]}"#
+        );
+    }
 
     #[test]
     fn results_without_version_take_the_config_version() {

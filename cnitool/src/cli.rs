@@ -211,7 +211,7 @@ pub fn parse_cap_args(s: &str) -> Result<Map<String, Value>> {
         Ok(Value::Null) => Ok(Map::new()),
         Ok(other) => Err(Error::usage(format!(
             "invalid CAP_ARGS: expected a JSON object, found {}",
-            crate::config::json_kind(&other)
+            skel::gojson::kind(&other)
         ))),
         Err(e) => Err(Error::usage(format!("invalid CAP_ARGS: {e}"))),
     }
@@ -407,7 +407,7 @@ fn dispatch(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Printed> 
                 "plugins": plugins,
                 "capabilities": caps,
             });
-            Ok(Printed::Json(skel::types::pretty(&out)))
+            Ok(Printed::Json(skel::gojson::marshal_indent(&out)))
         }
         other => Err(Error::usage(format!("unknown command {other:?}"))),
     }

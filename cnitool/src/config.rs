@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use skel::gojson;
+
 use crate::error::{Error, Result};
-use crate::gojson;
 
 /// The highest spec version this runtime speaks.
 pub const CURRENT: &str = skel::version::CURRENT;
@@ -36,7 +37,7 @@ impl PluginConf {
         let Value::Object(raw) = v else {
             return Err(parse(format!(
                 "expected a JSON object, found {}",
-                json_kind(&v)
+                gojson::kind(&v)
             )));
         };
         let plugin_type = opt_string(&raw, "type").map_err(parse)?;
@@ -57,7 +58,7 @@ impl PluginConf {
                         other => {
                             return Err(parse(format!(
                                 "capability {k:?} must be a bool, found {}",
-                                json_kind(other)
+                                gojson::kind(other)
                             )));
                         }
                     }
@@ -66,7 +67,7 @@ impl PluginConf {
             Some(other) => {
                 return Err(parse(format!(
                     "'capabilities' must be an object, found {}",
-                    json_kind(other)
+                    gojson::kind(other)
                 )));
             }
         }
@@ -91,7 +92,7 @@ impl PluginConf {
         for (k, v) in extra {
             obj.insert((*k).to_string(), v.clone());
         }
-        gojson::to_string(&Value::Object(obj)).into_bytes()
+        gojson::marshal(&obj).into_bytes()
     }
 
     /// `type="bridge" name="x"`, as libcni describes a plugin in errors.
@@ -127,13 +128,13 @@ impl NetworkList {
         let Value::Object(raw) = v else {
             return Err(parse(format!(
                 "expected a JSON object, found {}",
-                json_kind(&v)
+                gojson::kind(&v)
             )));
         };
         let name = match raw.get("name") {
             None => return Err(parse("no name".into())),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(parse(format!("invalid name type {}", json_kind(other)))),
+            Some(other) => return Err(parse(format!("invalid name type {}", gojson::kind(other)))),
         };
         let mut cni_version = match raw.get("cniVersion") {
             None => String::new(),
@@ -141,7 +142,7 @@ impl NetworkList {
             Some(other) => {
                 return Err(parse(format!(
                     "invalid cniVersion type {}",
-                    json_kind(other)
+                    gojson::kind(other)
                 )));
             }
         };
@@ -159,7 +160,7 @@ impl NetworkList {
                 },
                 Some(other) => Err(parse(format!(
                     "invalid type {} for {key}",
-                    json_kind(other)
+                    gojson::kind(other)
                 ))),
             }
         };
@@ -183,7 +184,7 @@ impl NetworkList {
             Some(other) => {
                 return Err(parse(format!(
                     "invalid 'plugins' type {}",
-                    json_kind(other)
+                    gojson::kind(other)
                 )));
             }
         };
@@ -229,7 +230,7 @@ impl NetworkList {
             "plugins".into(),
             Value::Array(vec![Value::Object(conf.raw.clone())]),
         );
-        NetworkList::from_bytes(gojson::to_string(&Value::Object(wrapper)).as_bytes())
+        NetworkList::from_bytes(gojson::marshal(&wrapper).as_bytes())
     }
 
     /// Find network `name` in `dir` (libcni `LoadNetworkConf`).
@@ -269,7 +270,7 @@ fn negotiate(versions: &Value, cni_version: &str) -> std::result::Result<String,
     let Value::Array(items) = versions else {
         return Err(format!(
             "invalid type for cniVersions: {}",
-            json_kind(versions)
+            gojson::kind(versions)
         ));
     };
     let current = parse(CURRENT)?;
@@ -278,7 +279,7 @@ fn negotiate(versions: &Value, cni_version: &str) -> std::result::Result<String,
         let Value::String(v) = item else {
             return Err(format!(
                 "invalid type for cniVersions index {i}: {}",
-                json_kind(item)
+                gojson::kind(item)
             ));
         };
         let parsed =
@@ -353,12 +354,10 @@ fn opt_string(obj: &Map<String, Value>, key: &str) -> std::result::Result<String
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(
             "{key:?} must be a string, found {}",
-            json_kind(other)
+            gojson::kind(other)
         )),
     }
 }
-
-pub(crate) use skel::json_kind;
 
 #[cfg(test)]
 mod tests {

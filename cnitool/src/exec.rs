@@ -1,16 +1,16 @@
-//! Running one plugin process: an explicit environment (ours, with the
-//! `CNI_*` variables replaced; our own is never modified), the config on
-//! stdin, stdout and stderr captured, a fresh process for every retry
-//! after "text file busy", and an optional deadline after which the
-//! plugin's whole process group is killed.
+//! Running one plugin process through [`skel::exec`]: an explicit
+//! environment (ours, with the `CNI_*` variables replaced; our own is never
+//! modified), the config on stdin, stdout and stderr captured, a fresh
+//! process for every retry after "text file busy", and an optional
+//! deadline after which the plugin's whole process group is killed; then
+//! the outcome decoded into cnitool's errors.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -111,12 +111,12 @@ impl Failure {
                     );
                 }
                 match skel::Error::from_json(&stdout) {
-                    Some(e) => {
+                    Ok(e) => {
                         let mut err = Error::plugin(e.code, e.msg);
                         err.details = e.details;
                         err
                     }
-                    None => Error::plugin(
+                    Err(_) => Error::plugin(
                         skel::code::DECODING_FAILURE,
                         format!(
                             "{how} and printed an unparsable error {}{}",
@@ -137,118 +137,56 @@ pub struct Output {
     pub stderr: Vec<u8>,
 }
 
-const ETXTBSY: i32 = 26;
-
 impl Exec {
-    /// Run `bin` with `stdin` and the invocation's variables.
+    /// Run `bin` with `stdin` and the invocation's variables, in a process
+    /// group of its own so that a timeout also kills what it started (an
+    /// IPAM plugin it delegated to).
     pub fn run(
         &self,
         bin: &Path,
         stdin: &[u8],
         inv: &Invocation,
     ) -> std::result::Result<Output, Failure> {
-        let mut attempt = 1;
-        let mut child = loop {
-            match self.spawn(bin, inv) {
-                Ok(c) => break c,
-                Err(e) if e.raw_os_error() == Some(ETXTBSY) && attempt < self.busy_attempts => {
-                    // The binary is being replaced; a new process next time
-                    // (libcni reused a spent exec.Cmd here, cni#855).
-                    attempt += 1;
-                    std::thread::sleep(self.busy_delay);
+        let mut cmd = skel::exec::Command::new(bin);
+        cmd.env_clear()
+            .envs(
+                self.base_env
+                    .iter()
+                    .filter(|(k, _)| !inv.vars().iter().any(|(name, _)| k == name))
+                    .map(|(k, v)| (k, v)),
+            )
+            .envs(inv.vars())
+            .stdin(stdin)
+            .own_process_group()
+            .retry_busy(self.busy_attempts, self.busy_delay);
+        if let Some(t) = self.timeout {
+            cmd.timeout(t);
+        }
+        match cmd.run() {
+            Ok(out) if out.success() => {
+                self.forward(&out.stderr);
+                Ok(Output {
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                })
+            }
+            Ok(out) => {
+                // Without an error object, stderr goes into the message.
+                if !out.stdout.iter().all(u8::is_ascii_whitespace) {
+                    self.forward(&out.stderr);
                 }
-                Err(e) => {
-                    let tries = if e.raw_os_error() == Some(ETXTBSY) {
-                        format!(" (after {attempt} attempts)")
-                    } else {
-                        String::new()
-                    };
-                    return Err(Failure::Spawn(format!(
-                        "exec {}: {}{tries}",
-                        bin.display(),
-                        skel::io_text(&e)
-                    )));
-                }
+                Err(Failure::Exited {
+                    status: out.status,
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                })
             }
-        };
-        let deadline = self.timeout.map(|t| Instant::now() + t);
-
-        // Feed stdin and drain both pipes on their own threads so a plugin
-        // that writes a lot before reading cannot deadlock us.
-        let input = child.stdin.take();
-        let data = stdin.to_vec();
-        std::thread::spawn(move || {
-            if let Some(mut input) = input {
-                // A plugin may exit without reading stdin; its exit status
-                // says what happened.
-                let _ = input.write_all(&data);
-            }
-        });
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-
-        let status = match wait(&mut child, deadline) {
-            Ok(Some(status)) => status,
-            Err(e) => {
-                kill_group(&child);
-                let _ = child.wait();
-                return Err(Failure::Spawn(format!(
-                    "wait for {}: {}",
-                    bin.display(),
-                    skel::io_text(&e)
-                )));
-            }
-            Ok(None) => {
-                kill_group(&child);
-                let _ = child.wait();
-                let stderr = collect(&stderr, Some(Instant::now() + Duration::from_millis(200)));
+            Err(skel::exec::Error::TimedOut { after, stderr, .. }) => {
                 self.forward(&stderr);
-                return Err(Failure::TimedOut {
-                    after: self.timeout.unwrap_or_default(),
-                    stderr,
-                });
+                Err(Failure::TimedOut { after, stderr })
             }
-        };
-        // A grandchild may still hold the pipes; don't wait for it past the
-        // deadline.
-        let out = collect(&stdout, deadline);
-        let err = collect(&stderr, deadline);
-        if status.success() {
-            self.forward(&err);
-            Ok(Output {
-                stdout: out,
-                stderr: err,
-            })
-        } else {
-            if !out.iter().all(u8::is_ascii_whitespace) {
-                self.forward(&err);
-            }
-            Err(Failure::Exited {
-                status,
-                stdout: out,
-                stderr: err,
-            })
+            Err(e) => Err(Failure::Spawn(e.to_string())),
         }
-    }
-
-    fn spawn(&self, bin: &Path, inv: &Invocation) -> std::io::Result<Child> {
-        let mut cmd = Command::new(bin);
-        cmd.env_clear();
-        for (k, v) in &self.base_env {
-            if !inv.vars().iter().any(|(name, _)| k == name) {
-                cmd.env(k, v);
-            }
-        }
-        for (k, v) in inv.vars() {
-            cmd.env(k, v);
-        }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so a timeout also kills what the
-            // plugin started (an IPAM plugin it delegated to).
-            .process_group(0)
-            .spawn()
     }
 
     fn forward(&self, stderr: &[u8]) {
@@ -260,56 +198,9 @@ impl Exec {
     }
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        let _ = tx.send(buf);
-    });
-    rx
-}
-
-fn collect(rx: &mpsc::Receiver<Vec<u8>>, deadline: Option<Instant>) -> Vec<u8> {
-    match deadline {
-        None => rx.recv().unwrap_or_default(),
-        Some(d) => rx
-            .recv_timeout(d.saturating_duration_since(Instant::now()))
-            .unwrap_or_default(),
-    }
-}
-
-/// Wait for the child; `Ok(None)` when the deadline passed first.
-fn wait(child: &mut Child, deadline: Option<Instant>) -> std::io::Result<Option<ExitStatus>> {
-    let Some(deadline) = deadline else {
-        return child.wait().map(Some);
-    };
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-}
-
-fn kill_group(child: &Child) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    // The child is not reaped yet, so its pid (= its process group id)
-    // cannot have been reused.
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-}
-
+/// How a plugin ended, in cnitool's own messages (the wording its users
+/// and scripts know; delegation inside plugins uses Go's, see
+/// [`skel::exec::status_text`]).
 fn exit_text(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
@@ -351,6 +242,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
+    use std::time::Instant;
 
     struct Dir(PathBuf);
     impl Drop for Dir {
@@ -412,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn decodes_failures() {
+    fn decodes_failures_into_cnitool_messages() {
         let d = tmp("fail");
         let cni = script(
             &d,
@@ -493,15 +385,6 @@ mod tests {
         let writer = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
         let mut exec = quiet();
         exec.busy_delay = Duration::from_millis(100);
-        let probe = exec.spawn(&p, &inv("ADD"));
-        if probe.as_ref().err().and_then(|e| e.raw_os_error()) != Some(ETXTBSY) {
-            // This kernel lets a file open for writing be executed; there is
-            // nothing to retry.
-            if let Ok(mut c) = probe {
-                let _ = c.wait();
-            }
-            return;
-        }
         exec.busy_attempts = 2;
         let e = exec.run(&p, b"", &inv("ADD")).unwrap_err().into_error();
         assert!(

@@ -6,8 +6,6 @@
 //! side can delete what the other created.
 //!
 //! Modules, from the bottom up:
-//! - [`gojson`]: JSON written byte for byte as Go writes it (base64 and the
-//!   sha512 behind the derived container ID come from skel).
 //! - [`config`]: finding and parsing network configuration lists.
 //! - [`exec`]: running one plugin process (environment, stdin, output
 //!   capture, "text file busy" retry, timeout, error decoding).
@@ -22,7 +20,6 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod exec;
-pub mod gojson;
 
 pub use chain::{Attachment, Cni, GcReport, Ran, RuntimeConf, VersionInfo};
 pub use config::{NetworkList, PluginConf};

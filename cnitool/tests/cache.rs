@@ -15,7 +15,7 @@ const CONTAINER: &str = "4f2b8c0a9d1e3f5a7b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2
 const FIXTURE_CONFIG: &str = r#"{"cniVersion":"0.4.0","name":"fix","plugins":[{"type":"noop"}]}"#;
 
 fn fixture() -> String {
-    let config = cnitool::gojson::base64_encode(FIXTURE_CONFIG.as_bytes());
+    let config = skel::base64::encode(FIXTURE_CONFIG.as_bytes());
     format!(
         concat!(
             r#"{{"kind":"cniCacheV1","containerId":"{id}","config":"{config}","ifName":"eth0","#,
@@ -107,8 +107,8 @@ fn add_writes_what_libcni_writes() {
     )
     .unwrap();
     let expected = fixture().replace(
-        &cnitool::gojson::base64_encode(FIXTURE_CONFIG.as_bytes()),
-        &cnitool::gojson::base64_encode(config.as_bytes()),
+        &skel::base64::encode(FIXTURE_CONFIG.as_bytes()),
+        &skel::base64::encode(config.as_bytes()),
     );
     assert_eq!(written, expected);
 }

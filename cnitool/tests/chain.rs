@@ -65,7 +65,7 @@ fn add_runs_in_order_passing_each_result_on_and_caches_the_last() {
     let cached: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(cached["kind"], "cniCacheV1");
     assert_eq!(cached["netns"], NS);
-    let config = cnitool::gojson::base64_decode(cached["config"].as_str().unwrap()).unwrap();
+    let config = skel::base64::decode(cached["config"].as_str().unwrap()).unwrap();
     assert_eq!(config, list.to_string().into_bytes());
     assert_eq!(cached["result"], result);
 }

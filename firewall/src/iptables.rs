@@ -7,13 +7,16 @@
 //! Helpers for every rule set: [`Save`] (the saved rules of one table:
 //! chains declared, rules of a chain, rules jumping to a chain),
 //! [`split_words`] (a saved rule's arguments, unquoted), [`Batch`] (a
-//! restore batch), [`go_quote`] (Go's `%q`, which the reference's comments
-//! use).
+//! restore batch, which quotes every argument for the tool; comments the
+//! reference writes with Go's `%q` are built with `skel::gojson::quote`).
+//! The tools run through `skel::exec`; one that is not on `PATH`
+//! (`skel::exec::Error::NotFound`) makes the backend unavailable.
 
 use std::net::IpAddr;
 
+use skel::exec::{self, Command};
+
 use crate::error::{Error, Result};
-use crate::exec::{self, ExecError};
 use crate::select::Backend;
 
 /// An address family, with its own tools.
@@ -51,33 +54,48 @@ impl Family {
     }
 }
 
-/// iptables is usable: `iptables-restore` is on `PATH` (see
-/// [`crate::select`]).
+/// iptables is usable: `iptables-restore` is a file in a `PATH` directory
+/// (see [`crate::select`]); no process is started.
 pub fn usable() -> Result<()> {
     let tool = Family::V4.restore_tool();
-    if exec::on_path(tool) {
-        Ok(())
-    } else {
-        Err(Error::unavailable(
-            Backend::Iptables,
-            format!("exec: {tool:?}: executable file not found in $PATH"),
-        ))
+    let path = std::env::var("PATH").unwrap_or_default();
+    match skel::invoke::find_in_path(tool, &path) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(tool_error(exec::Error::NotFound {
+            program: tool.to_string(),
+        })),
     }
 }
 
-fn tool_error(e: ExecError) -> Error {
+/// A tool that could not run: a missing one makes the backend unavailable.
+fn tool_error(e: exec::Error) -> Error {
     match e {
-        ExecError::NotFound(m) => Error::unavailable(Backend::Iptables, m),
-        ExecError::Failed(m) => Error::failed(m),
+        exec::Error::NotFound { .. } => Error::unavailable(Backend::Iptables, e.to_string()),
+        _ => Error::failed(e.to_string()),
     }
+}
+
+/// The tool's stdout, or its stderr (its exit status when silent).
+fn finished(tool: &str, out: exec::Output) -> Result<String> {
+    if out.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let why = match stderr.trim() {
+        "" => exec::status_text(out.status),
+        text => text.to_string(),
+    };
+    Err(Error::failed(format!("{tool}: {why}")))
 }
 
 /// The rules of `table` (`iptables-save -t <table>`).
 pub fn save(family: Family, table: &str) -> Result<Save> {
-    let text = exec::start(family.save_tool(), &["-t", table], b"")
-        .and_then(exec::Running::wait)
+    let tool = family.save_tool();
+    let out = Command::new(tool)
+        .args(["-t", table])
+        .run()
         .map_err(tool_error)?;
-    Ok(Save::new(text))
+    finished(tool, out).map(Save::new)
 }
 
 /// Apply `batch` and wait; an empty batch runs nothing.
@@ -93,24 +111,26 @@ pub fn start_restore(family: Family, batch: &Batch) -> Result<Option<Restore>> {
     if batch.is_empty() {
         return Ok(None);
     }
-    let run = exec::start(
-        family.restore_tool(),
-        &["-w", "--noflush"],
-        batch.text().as_bytes(),
-    )
-    .map_err(tool_error)?;
-    Ok(Some(Restore { run }))
+    let tool = family.restore_tool();
+    let run = Command::new(tool)
+        .args(["-w", "--noflush"])
+        .stdin(batch.text())
+        .start()
+        .map_err(tool_error)?;
+    Ok(Some(Restore { tool, run }))
 }
 
 /// An `iptables-restore` run started by [`start_restore`].
 #[derive(Debug)]
 pub struct Restore {
+    tool: &'static str,
     run: exec::Running,
 }
 
 impl Restore {
     pub fn wait(self) -> Result<()> {
-        self.run.wait().map(drop).map_err(tool_error)
+        let out = self.run.wait().map_err(tool_error)?;
+        finished(self.tool, out).map(drop)
     }
 }
 
@@ -237,12 +257,6 @@ pub fn quote_arg(arg: &str) -> String {
     out
 }
 
-/// Go's `%q` of a string, as in the reference's comments (`name: %q id:
-/// %q`).
-pub fn go_quote(s: &str) -> String {
-    crate::select::go_quote(s)
-}
-
 /// An `iptables-restore --noflush` batch: per table, its lines in order,
 /// then `COMMIT`. Arguments are quoted with [`quote_arg`]; a line break,
 /// which the tool would read as the end of the line, becomes a space.
@@ -347,14 +361,24 @@ mod tests {
 
     #[test]
     fn a_missing_tool_is_an_unavailable_backend() {
-        let e = tool_error(ExecError::NotFound(
-            "exec: \"iptables-save\": not found".into(),
-        ));
+        let e = Command::new("cnirs-no-such-tool").run().map_err(tool_error);
+        let e = e.map(drop).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Unavailable(Backend::Iptables));
         assert_eq!(
-            tool_error(ExecError::Failed("x".into())).kind(),
-            crate::ErrorKind::Failed
+            e.to_string(),
+            "exec: \"cnirs-no-such-tool\": executable file not found in $PATH"
         );
+        let out = Command::new("sh").args(["-c", "exit 3"]).run().unwrap();
+        let e = finished("sh", out).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.to_string().as_str()),
+            (crate::ErrorKind::Failed, "sh: exit status 3")
+        );
+        let out = Command::new("sh")
+            .args(["-c", "echo bad >&2; exit 1"])
+            .run()
+            .unwrap();
+        assert_eq!(finished("sh", out).unwrap_err().to_string(), "sh: bad");
     }
 
     #[test]
@@ -408,7 +432,6 @@ mod tests {
             assert_eq!(split_words(&line)[2], arg, "{line}");
         }
         assert_eq!(quote_arg("10.0.0.1/32"), "10.0.0.1/32");
-        assert_eq!(go_quote(r#"a"b"#), r#""a\"b""#);
     }
 
     #[test]

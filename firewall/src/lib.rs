@@ -36,7 +36,6 @@
 //! ```
 
 pub mod error;
-mod exec;
 pub mod ipmasq;
 pub mod iptables;
 pub mod nft;

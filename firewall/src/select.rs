@@ -168,7 +168,7 @@ pub fn parse_ipmasq(value: Option<&str>) -> Result<Option<Backend>> {
         Some("nftables") => Ok(Some(Backend::Nftables)),
         Some(other) => Err(Error::invalid(format!(
             "unknown ipmasq backend {}",
-            go_quote(other)
+            skel::gojson::quote(other)
         ))),
     }
 }
@@ -277,7 +277,7 @@ pub fn portmap(
         "nftables" => Ok(Some(Backend::Nftables)),
         _ => Err(Error::invalid(format!(
             "unrecognized backend {}",
-            go_quote(&requested)
+            skel::gojson::quote(&requested)
         ))),
     }
 }
@@ -294,11 +294,6 @@ pub fn firewall(configured: Option<&str>, probe: &dyn Probe) -> Result<Backend> 
         _ if probe.firewalld() => Ok(Backend::Firewalld),
         _ => auto(probe),
     }
-}
-
-/// Go's `%q` of a string.
-pub(crate) fn go_quote(s: &str) -> String {
-    format!("{s:?}")
 }
 
 #[cfg(test)]

@@ -4,12 +4,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{Error, code};
+use crate::gojson;
 use crate::types::{CniResult, Dns, null_default};
 
 /// Common keys of a plugin's stdin config (the reference's `types.NetConf`).
 /// Plugins usually parse their own struct too; this one is for the shared
-/// pieces, and unknown keys are ignored as Go does.
+/// pieces, decoded by Go's rules ([`gojson`]).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename = "types.NetConf")]
 pub struct NetConf {
     #[serde(rename = "cniVersion", default, deserialize_with = "null_default")]
     pub cni_version: String,
@@ -31,6 +33,7 @@ pub struct NetConf {
 
 /// The `ipam` object; only `type` matters to the calling plugin.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename = "types.IPAM")]
 pub struct Ipam {
     #[serde(rename = "type", default, deserialize_with = "null_default")]
     pub plugin_type: String,
@@ -38,7 +41,7 @@ pub struct Ipam {
 
 impl NetConf {
     pub fn parse(stdin: &[u8]) -> Result<NetConf, Error> {
-        serde_json::from_slice(stdin).map_err(|e| {
+        gojson::unmarshal(stdin).map_err(|e| {
             Error::new(
                 code::DECODING_FAILURE,
                 format!("failed to load netconf: {e}"),
@@ -65,6 +68,18 @@ impl NetConf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_match_as_go_matches_them_and_errors_read_as_go() {
+        let c =
+            NetConf::parse(br#"{"CNIVersion":"1.0.0","Name":"n","IPAM":{"Type":"x"}}"#).unwrap();
+        assert_eq!((c.cni_version.as_str(), c.name.as_str()), ("1.0.0", "n"));
+        assert_eq!(c.ipam.plugin_type, "x");
+        assert_eq!(
+            NetConf::parse(br#"{"ipam":{"type":1}}"#).unwrap_err().msg,
+            "failed to load netconf: json: cannot unmarshal number into Go struct field IPAM.ipam.type of type string"
+        );
+    }
 
     #[test]
     fn keeps_shared_fields_and_ignores_unknown() {

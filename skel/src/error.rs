@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
+use crate::gojson::{self, DecodeError};
+
 /// Spec error codes (SPEC §5 and the reference `types` package).
 pub mod code {
     pub const UNKNOWN: u32 = 0;
@@ -66,46 +70,40 @@ impl Error {
         self
     }
 
-    /// The wire form: `{"code", "msg", "details"?}`, indented with four
-    /// spaces, without a trailing newline: byte for byte the reference's.
-    /// The spec also lists `cniVersion`, but the reference never prints it
-    /// and test suites written against the Go plugins compare the whole
-    /// object, so we don't either.
+    /// The wire form, byte for byte the reference's `Print`: Go's
+    /// `MarshalIndent` of `{"code", "msg", "details"?}` with four spaces and
+    /// no trailing newline. The spec also lists `cniVersion`, but the
+    /// reference never prints it and test suites written against the Go
+    /// plugins compare the whole object, so we don't either.
     pub fn to_json(&self) -> String {
-        // Built by hand to keep the reference's key order.
-        let mut out = String::from("{\n");
-        out.push_str(&format!("    \"code\": {},\n", self.code));
-        out.push_str(&format!("    \"msg\": {}", json_str(&self.msg)));
-        if !self.details.is_empty() {
-            out.push_str(&format!(",\n    \"details\": {}", json_str(&self.details)));
-        }
-        out.push_str("\n}");
-        out
+        gojson::marshal_indent(&Wire {
+            code: u64::from(self.code),
+            msg: self.msg.clone(),
+            details: self.details.clone(),
+        })
     }
 
-    /// Parse an error object printed by another plugin.
-    pub fn from_json(bytes: &[u8]) -> Option<Error> {
-        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-        let obj = v.as_object()?;
-        let code = obj.get("code")?.as_u64()?;
-        Some(Error {
-            code: u32::try_from(code).unwrap_or(code::INTERNAL),
-            msg: obj
-                .get("msg")
-                .and_then(|m| m.as_str())
-                .unwrap_or_default()
-                .to_string(),
-            details: obj
-                .get("details")
-                .and_then(|m| m.as_str())
-                .unwrap_or_default()
-                .to_string(),
+    /// Decode an error object printed by another plugin, as the reference's
+    /// `invoke` decodes it into `types.Error` (keys matched as Go matches
+    /// them, absent ones zero). A code beyond `u32` becomes 999.
+    pub fn from_json(bytes: &[u8]) -> Result<Error, DecodeError> {
+        let w: Wire = gojson::unmarshal(bytes)?;
+        Ok(Error {
+            code: u32::try_from(w.code).unwrap_or(code::INTERNAL),
+            msg: w.msg,
+            details: w.details,
         })
     }
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+/// The reference's `types.Error`, field for field.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "types.Error")]
+struct Wire {
+    code: u64,
+    msg: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    details: String,
 }
 
 impl fmt::Display for Error {
@@ -142,6 +140,19 @@ mod tests {
     fn parses_foreign_error() {
         let e = Error::from_json(br#"{"code":7,"msg":"banana","details":"d"}"#).unwrap();
         assert_eq!(e, Error::with_details(7, "banana", "d"));
-        assert!(Error::from_json(b"garbage").is_none());
+        // As Go decodes into types.Error: any key case, absent keys zero.
+        let e = Error::from_json(br#"{"Code":7,"MSG":"banana"}"#).unwrap();
+        assert_eq!(e, Error::new(7, "banana"));
+        assert_eq!(
+            Error::from_json(br#"{"msg":"m"}"#).unwrap(),
+            Error::new(0, "m")
+        );
+        assert!(Error::from_json(b"garbage").is_err());
+        assert_eq!(
+            Error::from_json(br#"{"code":"7"}"#)
+                .unwrap_err()
+                .to_string(),
+            "json: cannot unmarshal string into Go struct field Error.code of type uint"
+        );
     }
 }

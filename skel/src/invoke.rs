@@ -1,11 +1,13 @@
 //! Delegation: running another plugin (an IPAM plugin) found on `CNI_PATH`
-//! with our environment, `CNI_COMMAND` overridden and our full stdin.
+//! with our environment, `CNI_COMMAND` overridden and our full stdin, as
+//! the reference's `invoke.Delegate*` does, through [`crate::exec`].
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::error::{Error, code};
+use crate::exec;
+use crate::gojson::quote;
 use crate::types::CniResult;
 
 /// Find `name` in the `:`-separated `path`, as the reference's `FindInPath`:
@@ -40,12 +42,14 @@ pub fn exec(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result
     start(plugin, command, cni_path, stdin)?.wait()
 }
 
-/// A delegated plugin started by [`start`], with its stdin already written.
+/// A delegated plugin started by [`start`].
 #[derive(Debug)]
-pub struct Running {
-    bin: PathBuf,
-    child: std::process::Child,
-}
+pub struct Running(exec::Running);
+
+/// "text file busy" while a plugin binary is being replaced: a fresh
+/// process up to this many times (the reference retries a spent one).
+const BUSY_ATTEMPTS: u32 = 6;
+const BUSY_DELAY: Duration = Duration::from_millis(200);
 
 /// The first half of [`exec`]: find and start `plugin` and hand it `stdin`,
 /// without waiting for it, so the caller can work while it runs. Finish
@@ -53,79 +57,36 @@ pub struct Running {
 /// cleanup that must follow the plugin's own work).
 pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result<Running, Error> {
     let bin = find_in_path(plugin, cni_path)?;
-    // A plugin binary being replaced can briefly fail with ETXTBSY; retry
-    // with a fresh process each time (the reference reuses a spent one).
-    let mut attempt = 0;
-    let child = loop {
-        let spawned = Command::new(&bin)
-            .env("CNI_COMMAND", command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn();
-        match spawned {
-            Err(e)
-                if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) && attempt < 5 =>
-            {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Err(e) => {
-                return Err(Error::internal(format!(
-                    "failed to run plugin {}: {}",
-                    bin.display(),
-                    crate::io_text(&e)
-                )));
-            }
-            Ok(c) => break c,
-        }
-    };
-    let mut child = child;
-    if let Some(mut input) = child.stdin.take() {
-        // A plugin that exits without reading stdin is not our error; its
-        // exit status tells what happened. Dropping `input` closes the pipe.
-        let _ = input.write_all(stdin);
-    }
-    Ok(Running { bin, child })
+    exec::Command::new(&bin)
+        .env("CNI_COMMAND", command)
+        .stdin(stdin)
+        .inherit_stderr()
+        .retry_busy(BUSY_ATTEMPTS, BUSY_DELAY)
+        .start()
+        .map(Running)
+        .map_err(|e| Error::internal(e.to_string()))
 }
 
 impl Running {
-    /// Wait for the plugin: its stdout on success, its decoded error
-    /// otherwise.
+    /// Wait for the plugin: its stdout on success, else its error as the
+    /// reference's `invoke` reports it (`pluginErr`).
     pub fn wait(self) -> Result<Vec<u8>, Error> {
-        let bin = self.bin;
-        let out = self.child.wait_with_output().map_err(|e| {
-            Error::internal(format!(
-                "failed to wait for plugin {}: {}",
-                bin.display(),
-                crate::io_text(&e)
-            ))
-        })?;
-        if out.status.success() {
+        let out = self.0.wait().map_err(|e| Error::internal(e.to_string()))?;
+        if out.success() {
             return Ok(out.stdout);
         }
-        if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        if out.stdout.is_empty() {
             return Err(Error::internal(format!(
                 "netplugin failed with no error message: {}",
-                exit_text(out.status)
+                exec::status_text(out.status)
             )));
         }
-        match Error::from_json(&out.stdout) {
-            Some(e) => Err(e),
-            None => Err(Error::internal(format!(
-                "netplugin failed but error parsing its diagnostic message {:?}",
-                String::from_utf8_lossy(&out.stdout)
-            ))),
-        }
-    }
-}
-
-fn exit_text(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(s)) => format!("signal: {s}"),
-        _ => "unknown exit status".to_string(),
+        Err(Error::from_json(&out.stdout).unwrap_or_else(|e| {
+            Error::internal(format!(
+                "netplugin failed but error parsing its diagnostic message {}: {e}",
+                quote(&String::from_utf8_lossy(&out.stdout))
+            ))
+        }))
     }
 }
 
@@ -194,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn decodes_child_errors() {
+    fn decodes_child_errors_as_the_reference_invoke_does() {
         let dir = std::env::temp_dir().join(format!("skel-invoke-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = dir.join("fails");
@@ -205,6 +166,10 @@ mod tests {
         .unwrap();
         let silent = dir.join("silent");
         std::fs::write(&silent, "#!/bin/sh\nexit 3\n").unwrap();
+        let garbage = dir.join("garbage");
+        std::fs::write(&garbage, "#!/bin/sh\necho '{oops'\nexit 1\n").unwrap();
+        let killed = dir.join("killed");
+        std::fs::write(&killed, "#!/bin/sh\nkill -9 $$\n").unwrap();
         let ok = dir.join("ok");
         std::fs::write(
             &ok,
@@ -212,7 +177,7 @@ mod tests {
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
-        for f in [&script, &silent, &ok] {
+        for f in [&script, &silent, &ok, &garbage, &killed] {
             std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let path = dir.to_str().unwrap();
@@ -223,6 +188,22 @@ mod tests {
         assert_eq!(
             exec("silent", "DEL", path, b"{}").unwrap_err().msg,
             "netplugin failed with no error message: exit status 3"
+        );
+        assert_eq!(
+            exec("killed", "DEL", path, b"{}").unwrap_err().msg,
+            "netplugin failed with no error message: signal: killed"
+        );
+        assert!(
+            exec("garbage", "DEL", path, b"{}")
+                .unwrap_err()
+                .msg
+                .starts_with(
+                    "netplugin failed but error parsing its diagnostic message \"{oops\\n\": "
+                )
+        );
+        assert_eq!(
+            exec("missing", "ADD", path, b"{}").unwrap_err().msg,
+            format!("failed to find plugin \"missing\" in path [{path}]")
         );
         let r = delegate_add("ok", path, b"{}", "1.0.0").unwrap();
         assert_eq!(r.version(), "1.0.0");

@@ -9,16 +9,20 @@
 //!
 //! Modules: [`types`] (results of every version and their conversions),
 //! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
-//! [`version`], [`invoke`] (delegation to IPAM plugins), [`netns`]
-//! (the `CNI_NETNS` check), [`error`], [`failpoint`] (failure injection
-//! for tests, debug builds only), and two encodings the reference's
-//! on-disk and on-wire names depend on: [`sha512`] and [`base64`].
+//! [`version`], [`exec`] (running a program), [`invoke`] (delegation to
+//! IPAM plugins through it), [`netns`] (the `CNI_NETNS` check), [`error`],
+//! [`failpoint`] (failure injection for tests, debug builds only),
+//! [`gojson`] (Go's JSON decoding and encoding rules, for every config read
+//! and every document printed), and two encodings the reference's on-disk
+//! and on-wire names depend on: [`sha512`] and [`base64`].
 
 pub mod args;
 pub mod base64;
 pub mod conf;
 pub mod error;
+pub mod exec;
 pub mod failpoint;
+pub mod gojson;
 pub mod invoke;
 pub mod netns;
 pub mod sha512;
@@ -68,7 +72,9 @@ pub struct CmdArgs {
 /// A CNI plugin. Commands not overridden succeed without output, like a nil
 /// function in the reference skel.
 pub trait Plugin {
-    /// Whether skel must open and vet `CNI_NETNS` before ADD/DEL/CHECK.
+    /// Whether skel must open and vet `CNI_NETNS` before ADD/DEL/CHECK and
+    /// hand it over in [`CmdArgs::netns`]. Either way, skel refuses a
+    /// `CNI_NETNS` naming the plugin's own namespace before ADD and DEL.
     const USES_NETNS: bool = false;
 
     /// `CNI <name> plugin <version>`, printed when `CNI_COMMAND` is unset.
@@ -249,11 +255,12 @@ fn dispatch<P: Plugin>(
     }
 
     if cmd == Cmd::Version {
+        // `json.NewEncoder(w).Encode`: compact, one newline.
         let body = serde_json::json!({
             "cniVersion": version::CURRENT,
             "supportedVersions": plugin.versions(),
         });
-        return Ok(Exit::Print(format!("{body}\n")));
+        return Ok(Exit::Print(format!("{}\n", gojson::marshal(&body))));
     }
 
     let mut data = Vec::new();
@@ -269,16 +276,12 @@ fn dispatch<P: Plugin>(
             format!("error reading from stdin: config is larger than {MAX_STDIN} bytes"),
         ));
     }
-    validate_config(&data)?;
-
-    let cni_version = match decode_version(&data) {
+    let config = validate_config(&data)?;
+    let cni_version = match decode_version(&config) {
         Ok(v) => v,
-        Err(e) if cmd == Cmd::Other => {
-            // The reference reports the unknown command before version
-            // decoding; keep that order.
-            let _ = e;
-            String::new()
-        }
+        // The reference reports an unknown command before it decodes the
+        // version; keep that order.
+        Err(_) if cmd == Cmd::Other => String::new(),
         Err(e) => return Err(e),
     };
 
@@ -298,7 +301,7 @@ fn dispatch<P: Plugin>(
     let outcome = match cmd {
         Cmd::Add | Cmd::Del => {
             check_supported(&args.cni_version, &versions)?;
-            open_netns::<P>(&mut args)?;
+            vet_netns::<P>(cmd, &mut args)?;
             if cmd == Cmd::Add {
                 plugin.add(&args)
             } else {
@@ -334,7 +337,7 @@ fn dispatch<P: Plugin>(
             check_supported(&args.cni_version, &versions)?;
             match cmd {
                 Cmd::Check => {
-                    open_netns::<P>(&mut args)?;
+                    vet_netns::<P>(cmd, &mut args)?;
                     plugin.check(&args)
                 }
                 Cmd::Status => plugin.status(&args),
@@ -356,11 +359,16 @@ fn dispatch<P: Plugin>(
     }))
 }
 
-fn open_netns<P: Plugin>(args: &mut CmdArgs) -> Result<(), Error> {
+/// `CNI_NETNS` before the plugin runs: opened and vetted for plugins that
+/// use it (ADD, DEL, CHECK); for the others, the reference skel's refusal
+/// of the plugin's own namespace on ADD and DEL. `CNI_NETNS_OVERRIDE`
+/// (`true` in any case, or `1`) lets the own namespace through.
+fn vet_netns<P: Plugin>(cmd: Cmd, args: &mut CmdArgs) -> Result<(), Error> {
+    let allow_own = args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
     if P::USES_NETNS {
-        let allow_own =
-            args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
         args.netns = netns::open(&args.netns_path, allow_own)?;
+    } else if !allow_own && matches!(cmd, Cmd::Add | Cmd::Del) {
+        netns::refuse_own(&args.netns_path)?;
     }
     Ok(())
 }
@@ -384,87 +392,36 @@ fn check_supported(cni_version: &str, versions: &[String]) -> Result<(), Error> 
     ))
 }
 
-/// The reference's `validateConfig`: stdin must be a JSON object whose
-/// `name` is a valid network name.
-fn validate_config(data: &[u8]) -> Result<(), Error> {
-    let unmarshal = |msg: String| {
+/// The reference's `validateConfig`: stdin must decode into a struct with
+/// a `name` string (matched as Go matches keys), which must be a valid
+/// network name. Returns the parsed document.
+fn validate_config(data: &[u8]) -> Result<serde_json::Value, Error> {
+    let unmarshal = |e: gojson::DecodeError| {
         Error::new(
             code::DECODING_FAILURE,
-            format!("error unmarshall network config: {msg}"),
+            format!("error unmarshall network config: {e}"),
         )
     };
-    if data.iter().all(u8::is_ascii_whitespace) {
-        return Err(unmarshal("unexpected end of JSON input".into()));
-    }
-    let value: serde_json::Value =
-        serde_json::from_slice(data).map_err(|e| unmarshal(go_json_error(&e)))?;
-    // Go decodes `null` into a struct as a no-op: no error, no name.
-    let no_keys = serde_json::Map::new();
-    let obj = match &value {
-        serde_json::Value::Null => &no_keys,
-        other => other.as_object().ok_or_else(|| {
-            unmarshal(format!(
-                "cannot unmarshal {} into a network config object",
-                json_kind(other)
-            ))
-        })?,
-    };
-    let name = match obj.get("name") {
-        None | Some(serde_json::Value::Null) => "",
-        Some(serde_json::Value::String(s)) => s.as_str(),
-        Some(other) => {
-            return Err(unmarshal(format!(
-                "cannot unmarshal {} into field name of type string",
-                json_kind(other)
-            )));
-        }
-    };
-    validate_network_name(name)
+    let doc = gojson::parse(data).map_err(unmarshal)?;
+    let conf = gojson::Object::new(&doc, r#"struct { Name string "json:\"name\"" }"#)
+        .map_err(unmarshal)?;
+    validate_network_name(&conf.field::<String>("name").map_err(unmarshal)?)?;
+    Ok(doc)
 }
 
-/// serde's text, except for truncated input, which Go (and therefore
-/// everything matching the reference's messages) calls
-/// `unexpected end of JSON input`.
-fn go_json_error(e: &serde_json::Error) -> String {
-    if e.is_eof() {
-        "unexpected end of JSON input".to_string()
-    } else {
-        e.to_string()
-    }
-}
-
-/// Go's name for a JSON value's kind, as `encoding/json` errors use it.
-pub fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "bool",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    }
-}
-
-/// `cniVersion` from the config; absent or `""` is returned as `""` and
-/// treated as 0.1.0 by the version checks.
-fn decode_version(data: &[u8]) -> Result<String, Error> {
-    let value: serde_json::Value = serde_json::from_slice(data).map_err(|e| {
+/// `cniVersion` from the config, as the reference's `ConfigDecoder`
+/// decodes it; absent or `""` is returned as `""` and treated as 0.1.0 by
+/// the version checks.
+fn decode_version(doc: &serde_json::Value) -> Result<String, Error> {
+    let decoding = |e: gojson::DecodeError| {
         Error::new(
             code::DECODING_FAILURE,
             format!("decoding version from network config: {e}"),
         )
-    })?;
-    match value.get("cniVersion") {
-        None | Some(serde_json::Value::Null) => Ok(String::new()),
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(Error::new(
-            code::DECODING_FAILURE,
-            format!(
-                "decoding version from network config: cannot unmarshal {} into field cniVersion of type string",
-                json_kind(other)
-            ),
-        )),
-    }
+    };
+    gojson::Object::new(doc, r#"struct { CNIVersion string "json:\"cniVersion\"" }"#)
+        .and_then(|conf| conf.field("cniVersion"))
+        .map_err(decoding)
 }
 
 fn valid_name_chars(s: &str) -> bool {

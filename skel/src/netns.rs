@@ -1,10 +1,12 @@
 //! Checking `CNI_NETNS` before a plugin does anything.
 //!
 //! The reference checks whether `CNI_NETNS` is the plugin's own namespace
-//! only *after* the plugin ran, which is how a recycled `/proc/PID/ns/net`
-//! once let loopback DEL take down the host's `lo`. We open the path once,
-//! check the open file, and hand that same file to the plugin, so the
-//! namespace that was checked is the one that gets used.
+//! only *after* ADD or DEL ran, which is how a recycled `/proc/PID/ns/net`
+//! once let loopback DEL take down the host's `lo`. For plugins that use
+//! the namespace we open the path once, check the open file, and hand that
+//! same file to the plugin ([`open`]), so the namespace that was checked is
+//! the one that gets used; every other plugin gets the reference's check,
+//! made before it runs ([`refuse_own`]).
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -95,11 +97,14 @@ pub fn open(path: &str, allow_own: bool) -> Result<Netns, Error> {
             ));
         }
     }
-    if !allow_own && is_own(&file)? {
-        return Err(Error::new(
-            code::INVALID_NETNS,
-            "plugin's netns and netns from CNI_NETNS should not be the same",
-        ));
+    if !allow_own {
+        let theirs = file.metadata().map_err(|e| {
+            Error::new(
+                code::INVALID_NETNS,
+                format!("failed to stat netns: {}", crate::io_text(&e)),
+            )
+        })?;
+        refuse_if_own(&theirs)?;
     }
     Ok(Netns::Open {
         path: path.to_string(),
@@ -107,13 +112,23 @@ pub fn open(path: &str, allow_own: bool) -> Result<Netns, Error> {
     })
 }
 
-fn is_own(file: &File) -> Result<bool, Error> {
-    let theirs = file.metadata().map_err(|e| {
-        Error::new(
-            code::INVALID_NETNS,
-            format!("failed to stat netns: {}", crate::io_text(&e)),
-        )
-    })?;
+/// The reference skel's check after ADD and DEL, made before the plugin
+/// runs, for plugins that never open `CNI_NETNS`: refuse a path naming the
+/// plugin's own namespace. A path that cannot be looked at (gone, empty,
+/// not permitted) is not ours, as in the reference, so DEL after the
+/// namespace vanished goes ahead. `stat` rather than `open`: it cannot
+/// block on a FIFO.
+pub fn refuse_own(path: &str) -> Result<(), Error> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    match std::fs::metadata(path) {
+        Ok(theirs) => refuse_if_own(&theirs),
+        Err(_) => Ok(()),
+    }
+}
+
+fn refuse_if_own(theirs: &std::fs::Metadata) -> Result<(), Error> {
     let ours = std::fs::metadata("/proc/thread-self/ns/net")
         .or_else(|_| std::fs::metadata("/proc/self/ns/net"))
         .map_err(|e| {
@@ -122,7 +137,13 @@ fn is_own(file: &File) -> Result<bool, Error> {
                 format!("failed to stat own netns: {}", crate::io_text(&e)),
             )
         })?;
-    Ok(theirs.dev() == ours.dev() && theirs.ino() == ours.ino())
+    if theirs.dev() == ours.dev() && theirs.ino() == ours.ino() {
+        return Err(Error::new(
+            code::INVALID_NETNS,
+            "plugin's netns and netns from CNI_NETNS should not be the same",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -153,6 +174,23 @@ mod tests {
             "{}",
             e.msg
         );
+    }
+
+    #[test]
+    fn refuse_own_compares_the_namespace_not_the_path() {
+        for own in ["/proc/self/ns/net", "/proc/thread-self/ns/net"] {
+            assert_eq!(refuse_own(own).unwrap_err().code, code::INVALID_NETNS);
+        }
+        let by_pid = format!("/proc/{}/ns/net", std::process::id());
+        assert!(refuse_own(&by_pid).is_err());
+        for other in [
+            "",
+            "/nonexistent/cni-rs-test/ns",
+            "/etc/hostname",
+            "/proc/self/ns/uts",
+        ] {
+            assert_eq!(refuse_own(other), Ok(()), "{other}");
+        }
     }
 
     #[test]

@@ -484,3 +484,147 @@ fn oversized_stdin_is_refused() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["code"], 5);
 }
+
+// ------------------------------------------------ Go's HTML-safe escaping
+
+/// A plugin whose ADD fails or succeeds with text full of the characters
+/// Go's encoder escapes (`<`, `>`, `&`, U+2028, U+2029).
+struct Html;
+
+const HTML_TEXT: &str = "a<b&c>\u{2028}";
+
+impl Plugin for Html {
+    fn about(&self) -> String {
+        "CNI html plugin".into()
+    }
+    fn versions(&self) -> Vec<String> {
+        vec!["1.0.0".into(), "<9.9.9&>".into()]
+    }
+    fn add(&self, _args: &CmdArgs) -> Outcome {
+        let mut r = Result1 {
+            cni_version: "1.0.0".into(),
+            ..Default::default()
+        };
+        r.dns.search = vec![HTML_TEXT.into()];
+        Ok(Reply::Result(r.into()))
+    }
+    fn del(&self, _args: &CmdArgs) -> Outcome {
+        Err(Error::with_details(7, HTML_TEXT, HTML_TEXT))
+    }
+}
+
+#[test]
+fn error_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &full_env("DEL"), CONF_100);
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.stdout,
+        "{\n    \"code\": 7,\n    \"msg\": \"a\\u003cb\\u0026c\\u003e\\u2028\",\n    \"details\": \"a\\u003cb\\u0026c\\u003e\\u2028\"\n}"
+    );
+}
+
+#[test]
+fn result_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &full_env("ADD"), CONF_100);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert_eq!(
+        o.stdout,
+        "{\n    \"cniVersion\": \"1.0.0\",\n    \"dns\": {\n        \"search\": [\n            \"a\\u003cb\\u0026c\\u003e\\u2028\"\n        ]\n    }\n}"
+    );
+}
+
+#[test]
+fn version_json_escapes_html_characters_as_go_does() {
+    let o = run_with(&Html, &[("CNI_COMMAND", "VERSION")], "");
+    assert_eq!(
+        o.stdout,
+        "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.0.0\",\"\\u003c9.9.9\\u0026\\u003e\"]}\n"
+    );
+}
+
+// ------------------------------------- CNI_NETNS naming our own namespace
+
+/// A plugin that does not use namespaces and counts the calls it gets.
+#[derive(Default)]
+struct Counting {
+    calls: std::cell::Cell<u32>,
+}
+
+impl Plugin for Counting {
+    fn about(&self) -> String {
+        "CNI counting plugin".into()
+    }
+    fn add(&self, _args: &CmdArgs) -> Outcome {
+        self.calls.set(self.calls.get() + 1);
+        Ok(Reply::Text("added".into()))
+    }
+    fn del(&self, _args: &CmdArgs) -> Outcome {
+        self.calls.set(self.calls.get() + 1);
+        Ok(Reply::None)
+    }
+    fn check(&self, _args: &CmdArgs) -> Outcome {
+        self.calls.set(self.calls.get() + 1);
+        Ok(Reply::None)
+    }
+}
+
+fn env_with_netns(command: &'static str, netns: &'static str) -> Vec<(&'static str, &'static str)> {
+    let mut env = full_env(command);
+    env[2] = ("CNI_NETNS", netns);
+    env
+}
+
+#[test]
+fn own_netns_is_refused_for_add_and_del_of_every_plugin_before_it_runs() {
+    let own: &'static str = Box::leak(format!("/proc/{}/ns/net", std::process::id()).into());
+    for netns in ["/proc/self/ns/net", "/proc/thread-self/ns/net", own] {
+        for cmd in ["ADD", "DEL"] {
+            let p = Counting::default();
+            let e = run_with(&p, &env_with_netns(cmd, netns), CONF_100).err();
+            assert_eq!(e["code"], 8, "{cmd} {netns}");
+            assert_eq!(
+                e["msg"],
+                "plugin's netns and netns from CNI_NETNS should not be the same"
+            );
+            assert_eq!(p.calls.get(), 0, "{cmd} {netns}: the plugin ran");
+        }
+    }
+}
+
+#[test]
+fn own_netns_check_follows_the_reference_verbs_and_override() {
+    // CHECK is not vetted by the reference skel.
+    let p = Counting::default();
+    let o = run_with(&p, &env_with_netns("CHECK", "/proc/self/ns/net"), CONF_100);
+    assert_eq!((o.code, p.calls.get()), (0, 1), "{}", o.stdout);
+    // CNI_NETNS_OVERRIDE=true|1 (any case) lets the call through.
+    for over in ["true", "TRUE", "1"] {
+        let p = Counting::default();
+        let mut env = env_with_netns("ADD", "/proc/self/ns/net");
+        env.push(("CNI_NETNS_OVERRIDE", over));
+        let o = run_with(&p, &env, CONF_100);
+        assert_eq!((o.code, o.stdout.as_str()), (0, "added"), "{over}");
+    }
+    let p = Counting::default();
+    let mut env = env_with_netns("ADD", "/proc/self/ns/net");
+    env.push(("CNI_NETNS_OVERRIDE", "yes"));
+    assert_eq!(run_with(&p, &env, CONF_100).err()["code"], 8);
+}
+
+#[test]
+fn netns_that_is_gone_or_not_a_namespace_is_left_to_plugins_without_netns() {
+    // DEL after the namespace vanished must still succeed; a plain file is
+    // not the plugin's namespace either.
+    for netns in ["/nonexistent/cnirs-ns", "/etc/hostname", "dummy"] {
+        for cmd in ["ADD", "DEL"] {
+            let p = Counting::default();
+            let o = run_with(&p, &env_with_netns(cmd, netns), CONF_100);
+            assert_eq!(
+                (o.code, p.calls.get()),
+                (0, 1),
+                "{cmd} {netns}: {}",
+                o.stdout
+            );
+        }
+    }
+}

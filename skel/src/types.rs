@@ -15,6 +15,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::Error;
+use crate::gojson;
 use crate::version::{self, Family};
 
 /// An address with its prefix length, keeping host bits (`10.1.2.3/24`),
@@ -115,6 +116,7 @@ fn is_zero(v: &i64) -> bool {
 /// DNS settings. Fields are declared in Go's sorted map order so that the
 /// 1.x output is key-sorted like the newest reference.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "types.DNS")]
 pub struct Dns {
     #[serde(
         default,
@@ -611,36 +613,25 @@ impl CniResult {
         v.unwrap_or(serde_json::Value::Null)
     }
 
-    /// Pretty JSON with four-space indent and no trailing newline, as the
-    /// reference's `PrintResult` writes it. 0.x keeps struct order; 1.x
+    /// What the reference's `PrintResult` writes: Go's `MarshalIndent`
+    /// with four spaces, no trailing newline. 0.x keeps struct order; 1.x
     /// fields are declared in sorted order.
     pub fn to_json_pretty(&self) -> String {
         match self {
-            CniResult::V02(r) => pretty(r),
-            CniResult::V04(r) => pretty(r),
-            CniResult::V1(r) => pretty(r),
+            CniResult::V02(r) => gojson::marshal_indent(r),
+            CniResult::V04(r) => gojson::marshal_indent(r),
+            CniResult::V1(r) => gojson::marshal_indent(r),
         }
     }
 
-    /// Compact JSON (what noop's PASSTHROUGH prints).
+    /// Go's `json.Marshal` of the result (what noop's PASSTHROUGH prints).
     pub fn to_json_compact(&self) -> String {
-        let s = match self {
-            CniResult::V02(r) => serde_json::to_string(r),
-            CniResult::V04(r) => serde_json::to_string(r),
-            CniResult::V1(r) => serde_json::to_string(r),
-        };
-        s.unwrap_or_default()
+        match self {
+            CniResult::V02(r) => gojson::marshal(r),
+            CniResult::V04(r) => gojson::marshal(r),
+            CniResult::V1(r) => gojson::marshal(r),
+        }
     }
-}
-
-pub fn pretty<T: Serialize>(value: &T) -> String {
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    if value.serialize(&mut ser).is_err() {
-        return String::new();
-    }
-    String::from_utf8(buf).unwrap_or_default()
 }
 
 fn family_str(ip: IpAddr) -> &'static str {

@@ -68,7 +68,10 @@ pub fn family(version: &str) -> Option<Family> {
 
 /// Go's `%q` rendering of a string slice: `["0.1.0" "0.2.0"]`.
 pub fn quote_list<S: AsRef<str>>(items: &[S]) -> String {
-    let inner: Vec<String> = items.iter().map(|s| format!("{:?}", s.as_ref())).collect();
+    let inner: Vec<String> = items
+        .iter()
+        .map(|s| crate::gojson::quote(s.as_ref()))
+        .collect();
     format!("[{}]", inner.join(" "))
 }
 

@@ -191,7 +191,7 @@ pub struct Call {
 }
 
 fn decode_stdin(v: &Value) -> Value {
-    let bytes = cnitool::gojson::base64_decode(v.as_str().unwrap_or_default()).unwrap();
+    let bytes = skel::base64::decode(v.as_str().unwrap_or_default()).unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
 

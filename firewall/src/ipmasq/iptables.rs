@@ -127,7 +127,7 @@ pub fn stale_chains(save: &Save, network: &str, valid_ids: &[&str]) -> Vec<Strin
 /// The container ID of a comment `name: "<network>" id: "<cid>"`, when it
 /// is exactly the comment we (and the reference) would write.
 fn container_of(comment: &str, network: &str) -> Option<String> {
-    let prefix = format!("name: {} id: ", iptables::go_quote(network));
+    let prefix = format!("name: {} id: ", skel::gojson::quote(network));
     let quoted = comment.strip_prefix(&prefix)?;
     let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
     let cid = inner.replace("\\\"", "\"").replace("\\\\", "\\");

@@ -85,8 +85,11 @@ pub fn iptables_chain(network: &str, container_id: &str) -> String {
 
 /// `name: "<network>" id: "<cid>"` (Go `%q`).
 pub fn iptables_comment(network: &str, container_id: &str) -> String {
-    use crate::iptables::go_quote;
-    format!("name: {} id: {}", go_quote(network), go_quote(container_id))
+    format!(
+        "name: {} id: {}",
+        skel::gojson::quote(network),
+        skel::gojson::quote(container_id)
+    )
 }
 
 /// The subnet of an address (`10.240.0.0/24` for `10.240.0.2/24`).

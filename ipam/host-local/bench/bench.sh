@@ -30,7 +30,7 @@ populate() {
 }
 
 call() { # bin cmd id conf
-    CNI_COMMAND=$2 CNI_CONTAINERID=$3 CNI_NETNS=/proc/self/ns/net CNI_IFNAME=eth0 \
+    CNI_COMMAND=$2 CNI_CONTAINERID=$3 CNI_NETNS=/run/netns/cnirs-hl-unused CNI_IFNAME=eth0 \
         CNI_PATH=/nonexistent "$1" <<<"$4" >/dev/null
 }
 

@@ -1,13 +1,14 @@
-//! The IPAM configuration: decoding (keys matched case-insensitively, as
-//! Go's `encoding/json` does), the legacy single range, `runtimeConfig`
+//! The IPAM configuration: decoding (by Go's `encoding/json` rules, through
+//! [`skel::gojson`]), the legacy single range, `runtimeConfig`
 //! capabilities, requested addresses and every validation rule of the
 //! reference's `LoadIPAMConfig`.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use skel::args::{self, Args, Kind};
+use skel::gojson::{self, DecodeError, Field, Object};
 use skel::types::Route;
 
 use crate::error::Error;
@@ -30,60 +31,19 @@ pub struct IpamConfig {
     pub requested: Vec<IpAddr>,
 }
 
-/// A JSON object's value by key: the exact key first, else the first key
-/// equal ignoring ASCII case. `null` counts as absent, as for Go pointers.
-fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key)
-        .or_else(|| {
-            obj.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                .map(|(_, v)| v)
-        })
-        .filter(|v| !v.is_null())
-}
+/// The reference's anonymous `Net.RuntimeConfig` type, as Go names it.
+const RUNTIME_CONFIG: &str = r#"struct { IPRanges []allocator.RangeSet "json:\"ipRanges\""; IPs []*ip.IP "json:\"ips,omitempty\"" }"#;
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+/// The reference's anonymous `Net.Args` type, as Go names it.
+const ARGS: &str = r#"struct { A *allocator.IPAMArgs "json:\"cni\"" }"#;
 
-fn type_err(v: &Value, at: &str, want: &str) -> Error {
-    Error::config(format!(
-        "json: cannot unmarshal {} into Go struct field {at} of type {want}",
-        kind(v)
-    ))
-}
-
-fn as_str<'a>(v: &'a Value, at: &str) -> Result<&'a str, Error> {
-    v.as_str().ok_or_else(|| type_err(v, at, "string"))
-}
-
-fn as_obj<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>, Error> {
-    v.as_object().ok_or_else(|| type_err(v, at, "object"))
-}
-
-fn as_list<'a>(v: &'a Value, at: &str) -> Result<&'a [Value], Error> {
-    v.as_array()
-        .map(Vec::as_slice)
-        .ok_or_else(|| type_err(v, at, "array"))
-}
-
-fn opt_str(obj: &Map<String, Value>, key: &str, at: &str) -> Result<String, Error> {
-    field(obj, key)
-        .map(|v| as_str(v, at).map(str::to_string))
-        .transpose()
-        .map(Option::unwrap_or_default)
+fn json_err(e: DecodeError) -> Error {
+    Error::config(e.to_string())
 }
 
 /// A `net.IP` field: `""` means absent, anything else must parse.
-fn opt_ip(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Option<IpAddr>, Error> {
-    let s = opt_str(obj, key, at)?;
+fn opt_ip(obj: &Object, key: &str) -> Result<Option<IpAddr>, Error> {
+    let s: String = obj.field(key).map_err(json_err)?;
     if s.is_empty() {
         return Ok(None);
     }
@@ -92,112 +52,91 @@ fn opt_ip(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Option<IpAddr
         .map_err(|_| Error::config(format!("invalid IP address: {s}")))
 }
 
-fn raw_range(v: &Value, at: &str) -> Result<RawRange, Error> {
-    let obj = as_obj(v, at)?;
-    let subnet = match field(obj, "subnet") {
+/// An `allocator.Range` (also the legacy single range inlined in `ipam`).
+fn raw_range(obj: &Object) -> Result<RawRange, Error> {
+    let subnet = match obj.field::<Option<String>>("subnet").map_err(json_err)? {
         None => None,
-        Some(v) => {
-            let s = as_str(v, &format!("{at}.subnet"))?;
-            Some(Subnet::parse(s).map_err(Error::config)?)
-        }
+        Some(s) => Some(Subnet::parse(&s).map_err(Error::config)?),
     };
     Ok(RawRange {
         subnet,
-        range_start: opt_ip(obj, "rangeStart", &format!("{at}.rangeStart"))?,
-        range_end: opt_ip(obj, "rangeEnd", &format!("{at}.rangeEnd"))?,
-        gateway: opt_ip(obj, "gateway", &format!("{at}.gateway"))?,
+        range_start: opt_ip(obj, "rangeStart")?,
+        range_end: opt_ip(obj, "rangeEnd")?,
+        gateway: opt_ip(obj, "gateway")?,
     })
 }
 
 /// A list of range sets. A flat list of range objects (what go-cni's
 /// Go-cased `ipRanges` looks like) is read as one set per object instead
 /// of being refused.
-fn range_sets(v: &Value, at: &str) -> Result<Vec<Vec<RawRange>>, Error> {
-    as_list(v, at)?
+fn range_sets(list: Field) -> Result<Vec<Vec<RawRange>>, Error> {
+    let range = |f: &Field| raw_range(&f.as_struct("allocator.Range").map_err(json_err)?);
+    list.items("[]allocator.RangeSet")
+        .map_err(json_err)?
         .iter()
-        .map(|set| match set {
-            Value::Object(_) => Ok(vec![raw_range(set, at)?]),
-            _ => as_list(set, at)?.iter().map(|r| raw_range(r, at)).collect(),
+        .map(|set| match set.value() {
+            Value::Object(_) => Ok(vec![range(set)?]),
+            _ => set
+                .items("allocator.RangeSet")
+                .map_err(json_err)?
+                .iter()
+                .map(range)
+                .collect(),
         })
         .collect()
 }
 
 /// A requested address: `10.1.2.3` or `10.1.2.3/24` (the prefix is
 /// ignored; the range decides the mask).
-fn requested_ips(v: Option<&Value>, at: &str, out: &mut Vec<IpAddr>) -> Result<(), Error> {
-    let Some(v) = v else { return Ok(()) };
-    for ip in as_list(v, at)? {
-        let s = as_str(ip, at)?;
+fn requested_ips(list: Field, out: &mut Vec<IpAddr>) -> Result<(), Error> {
+    for ip in list.items("[]*ip.IP").map_err(json_err)? {
+        let s: String = ip.decode().map_err(json_err)?;
         let ip =
-            args::parse_ip(s).map_err(|_| Error::config(format!("invalid IP address: {s}")))?;
+            args::parse_ip(&s).map_err(|_| Error::config(format!("invalid IP address: {s}")))?;
         out.push(canon(ip));
     }
     Ok(())
 }
 
-fn route(v: &Value, at: &str) -> Result<Route, Error> {
-    let obj = as_obj(v, at)?;
-    // Rename keys to their canonical case so serde sees what Go would.
-    const KEYS: [&str; 7] = ["dst", "gw", "mtu", "advmss", "priority", "table", "scope"];
-    let mut fixed = Map::new();
-    for key in KEYS {
-        if let Some(v) = field(obj, key) {
-            fixed.insert(key.to_string(), v.clone());
-        }
-    }
-    serde_json::from_value(Value::Object(fixed))
-        .map_err(|e| Error::config(format!("json: {at}: {e}")))
-}
-
 impl IpamConfig {
     /// Decode and validate, in the reference's order and with its messages.
     pub fn load(stdin: &[u8], cni_args: &str) -> Result<IpamConfig, Error> {
-        let root: Value = serde_json::from_slice(stdin)
+        let root = gojson::parse(stdin)
             .map_err(|e| Error::config(format!("failed to load netconf: {e}")))?;
-        let root = as_obj(&root, "Net")?;
-        let name = opt_str(root, "name", "Net.name")?;
-        let cni_version = opt_str(root, "cniVersion", "Net.cniVersion")?;
+        let root = Object::new(&root, "allocator.Net").map_err(json_err)?;
+        let name: String = root.field("name").map_err(json_err)?;
+        let cni_version: String = root.field("cniVersion").map_err(json_err)?;
 
         // Decode every typed field first, as json.Unmarshal does, so that a
         // malformed value is reported even when the config is also
         // incomplete.
-        let ipam = field(root, "ipam")
-            .map(|v| as_obj(v, "Net.ipam"))
-            .transpose()?;
-        let empty = Map::new();
-        let rt = match field(root, "runtimeConfig") {
-            Some(v) => as_obj(v, "Net.runtimeConfig")?,
-            None => &empty,
-        };
-        let runtime_ranges = match field(rt, "ipRanges") {
-            Some(v) => range_sets(v, "Net.runtimeConfig.ipRanges")?,
-            None => Vec::new(),
-        };
-        let args_cni = match field(root, "args") {
-            Some(v) => match field(as_obj(v, "Net.args")?, "cni") {
-                Some(v) => Some(as_obj(v, "Net.args.cni")?),
-                None => None,
-            },
+        let ipam = root
+            .object("ipam", "allocator.IPAMConfig")
+            .map_err(json_err)?;
+        let rt = root
+            .get("runtimeConfig")
+            .as_struct(RUNTIME_CONFIG)
+            .map_err(json_err)?;
+        let runtime_ranges = range_sets(rt.get("ipRanges"))?;
+        let args_cni = match root.object("args", ARGS).map_err(json_err)? {
+            Some(args) => args.object("cni", "allocator.IPAMArgs").map_err(json_err)?,
             None => None,
         };
 
         let Some(ipam) = ipam else {
             return Err(Error::config("IPAM config missing 'ipam' key"));
         };
-        let legacy = raw_range(&Value::Object(ipam.clone()), "IPAMConfig")?;
-        let mut sets = match field(ipam, "ranges") {
-            Some(v) => range_sets(v, "IPAMConfig.ranges")?,
-            None => Vec::new(),
-        };
-        let routes = match field(ipam, "routes") {
-            Some(v) => as_list(v, "IPAMConfig.routes")?
-                .iter()
-                .map(|r| route(r, "IPAMConfig.routes"))
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
-        let data_dir = opt_str(ipam, "dataDir", "IPAMConfig.dataDir")?;
-        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?;
+        let legacy = raw_range(&ipam)?;
+        let mut sets = range_sets(ipam.get("ranges"))?;
+        let routes = ipam
+            .get("routes")
+            .items("[]*types.Route")
+            .map_err(json_err)?
+            .iter()
+            .map(|r| r.decode::<Route>().map_err(json_err))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data_dir: String = ipam.field("dataDir").map_err(json_err)?;
+        let resolv_conf: String = ipam.field("resolvConf").map_err(json_err)?;
 
         let mut requested = Vec::new();
         if !cni_args.is_empty() {
@@ -207,9 +146,9 @@ impl IpamConfig {
             }
         }
         if let Some(cni) = args_cni {
-            requested_ips(field(cni, "ips"), "IPAMArgs.ips", &mut requested)?;
+            requested_ips(cni.get("ips"), &mut requested)?;
         }
-        requested_ips(field(rt, "ips"), "Net.runtimeConfig.ips", &mut requested)?;
+        requested_ips(rt.get("ips"), &mut requested)?;
         let mut unique = Vec::with_capacity(requested.len());
         for ip in requested {
             if !unique.contains(&ip) {

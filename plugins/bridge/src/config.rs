@@ -6,8 +6,8 @@
 //! case-insensitively; unknown keys are ignored; `null` keeps the default.
 
 use cni_firewall::Backend;
-use serde_json::{Map, Value};
 use skel::args::{Args, Kind};
+use skel::gojson::{self, Field, Object};
 use skel::types::Dns;
 
 use crate::error::Error;
@@ -52,68 +52,57 @@ impl Config {
 
     /// Parse and validate `stdin`; `cni_args` is the raw `CNI_ARGS`.
     pub fn parse(stdin: &[u8], cni_args: &str) -> Result<Config, Error> {
-        let value: Value = serde_json::from_slice(stdin)
-            .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
-        let obj = value.as_object().ok_or_else(|| {
-            Error::decode("failed to load netconf: json: cannot unmarshal non-object into Go value of type main.NetConf")
-        })?;
-        let f = Fields(obj);
-        let ipam_type = match f.get("ipam") {
-            Some(Value::Object(ipam)) => Fields(ipam)
-                .string("ipam.type", "type")?
-                .unwrap_or_default(),
-            None | Some(Value::Null) => String::new(),
-            Some(other) => return Err(type_error(other, "ipam", "types.IPAM")),
+        let doc = gojson::parse(stdin).map_err(load_err)?;
+        let f = Object::new(&doc, "main.NetConf").map_err(load_err)?;
+        let ipam_type = match f.object("ipam", "types.IPAM").map_err(load_err)? {
+            Some(ipam) => ipam.field("type").map_err(load_err)?,
+            None => String::new(),
         };
-        let dns = match f.get("dns") {
-            None | Some(Value::Null) => Dns::default(),
-            Some(v) => serde_json::from_value(v.clone())
-                .map_err(|e| Error::decode(format!("failed to load netconf: dns: {e}")))?,
-        };
-        let backend = cni_firewall::select::parse_ipmasq(
-            f.string("ipMasqBackend", "ipMasqBackend")?.as_deref(),
-        )?;
-        let mtu = f.int("mtu")?.unwrap_or(0);
+        let dns: Dns = f.field("dns").map_err(load_err)?;
+        let string = |key: &str| f.field::<Option<String>>(key).map_err(load_err);
+        let int = |key: &str| f.field::<i64>(key).map_err(load_err);
+        let flag = |key: &str| f.field::<bool>(key).map_err(load_err);
+        let backend = cni_firewall::select::parse_ipmasq(string("ipMasqBackend")?.as_deref())?;
+        let mtu = int("mtu")?;
         let mtu = u32::try_from(mtu).map_err(|_| {
             Error::config(format!(
                 "invalid MTU {mtu} (must be between 0 and {})",
                 u32::MAX
             ))
         })?;
-        let vlan = f.int("vlan")?.unwrap_or(0);
+        let vlan = int("vlan")?;
         if !(0..=4094).contains(&vlan) {
             return Err(Error::config(format!(
                 "invalid VLAN ID {vlan} (must be between 0 and 4094)"
             )));
         }
-        let vlan_trunk = match f.get("vlanTrunk") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(items)) => collect_trunk(items)?,
-            Some(other) => return Err(type_error(other, "vlanTrunk", "[]*main.VlanTrunk")),
-        };
+        let trunks = f
+            .get("vlanTrunk")
+            .items("[]*main.VlanTrunk")
+            .map_err(load_err)?;
+        let vlan_trunk = collect_trunk(&trunks)?;
         let mac = select_mac(&f, cni_args)?;
         Ok(Config {
-            cni_version: f.string("cniVersion", "cniVersion")?.unwrap_or_default(),
-            name: f.string("name", "name")?.unwrap_or_default(),
-            bridge: f
-                .string("bridge", "bridge")?
+            cni_version: string("cniVersion")?.unwrap_or_default(),
+            name: string("name")?.unwrap_or_default(),
+            bridge: string("bridge")?
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "cni0".to_string()),
-            is_gateway: f.bool("isGateway")?,
-            is_default_gateway: f.bool("isDefaultGateway")?,
-            force_address: f.bool("forceAddress")?,
-            ip_masq: f.bool("ipMasq")?,
+            is_gateway: flag("isGateway")?,
+            is_default_gateway: flag("isDefaultGateway")?,
+            force_address: flag("forceAddress")?,
+            ip_masq: flag("ipMasq")?,
             ip_masq_backend: backend,
             mtu,
-            hairpin_mode: f.bool("hairpinMode")?,
-            promisc_mode: f.bool("promiscMode")?,
+            hairpin_mode: flag("hairpinMode")?,
+            promisc_mode: flag("promiscMode")?,
             vlan: vlan as u16,
             vlan_trunk,
-            preserve_default_vlan: f.bool("preserveDefaultVlan")?,
-            macspoofchk: f.bool("macspoofchk")?,
-            enable_dad: f.bool("enabledad")?,
-            disable_container_interface: f.bool("disableContainerInterface")?,
-            port_isolation: f.bool("portIsolation")?,
+            preserve_default_vlan: flag("preserveDefaultVlan")?,
+            macspoofchk: flag("macspoofchk")?,
+            enable_dad: flag("enabledad")?,
+            disable_container_interface: flag("disableContainerInterface")?,
+            port_isolation: flag("portIsolation")?,
             ipam_type,
             dns,
             mac,
@@ -175,72 +164,21 @@ pub fn check_ifname(ifname: &str) -> Result<(), Error> {
     Err(e)
 }
 
-/// Go-like field access on a JSON object.
-struct Fields<'a>(&'a Map<String, Value>);
-
-impl<'a> Fields<'a> {
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.0.get(key).or_else(|| {
-            self.0
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                .map(|(_, v)| v)
-        })
-    }
-
-    fn string(&self, field: &str, key: &str) -> Result<Option<String>, Error> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(type_error(other, field, "string")),
-        }
-    }
-
-    fn bool(&self, key: &str) -> Result<bool, Error> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(type_error(other, key, "bool")),
-        }
-    }
-
-    fn int(&self, key: &str) -> Result<Option<i64>, Error> {
-        int_value(self.get(key), key)
-    }
-}
-
-fn int_value(v: Option<&Value>, field: &str) -> Result<Option<i64>, Error> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) => Ok(Some(i)),
-            None => Err(Error::decode(format!(
-                "failed to load netconf: json: cannot unmarshal number {n} into Go struct field NetConf.{field} of type int"
-            ))),
-        },
-        Some(other) => Err(type_error(other, field, "int")),
-    }
-}
-
-fn type_error(v: &Value, field: &str, go_type: &str) -> Error {
-    let kind = skel::json_kind(v);
-    Error::decode(format!(
-        "failed to load netconf: json: cannot unmarshal {kind} into Go struct field NetConf.{field} of type {go_type}"
-    ))
+/// A decoding error as the reference's `loadNetConf` reports it.
+fn load_err(e: gojson::DecodeError) -> Error {
+    Error::decode(format!("failed to load netconf: {e}"))
 }
 
 /// The reference's trunk rules: `{minID,maxID}` ranges and `{id}` singles,
 /// ids 1..4094. Returns the sorted set, `None` when it is empty.
-fn collect_trunk(items: &[Value]) -> Result<Option<Vec<u16>>, Error> {
+fn collect_trunk(items: &[Field]) -> Result<Option<Vec<u16>>, Error> {
     let mut set = std::collections::BTreeSet::new();
     for item in items {
-        let obj = match item {
-            Value::Object(o) => Fields(o),
-            Value::Null => continue,
-            other => return Err(type_error(other, "vlanTrunk", "main.VlanTrunk")),
+        let Some(obj) = item.object("main.VlanTrunk").map_err(load_err)? else {
+            continue;
         };
-        let min = int_value(obj.get("minID"), "vlanTrunk.minID")?;
-        let max = int_value(obj.get("maxID"), "vlanTrunk.maxID")?;
+        let int = |key: &str| obj.field::<Option<i64>>(key).map_err(load_err);
+        let (min, max) = (int("minID")?, int("maxID")?);
         match (min, max) {
             (Some(min), Some(max)) => {
                 if !(1..=4094).contains(&min) {
@@ -268,7 +206,7 @@ fn collect_trunk(items: &[Value]) -> Result<Option<Vec<u16>>, Error> {
             }
             (None, None) => {}
         }
-        if let Some(id) = int_value(obj.get("id"), "vlanTrunk.id")? {
+        if let Some(id) = int("id")? {
             if !(1..=4094).contains(&id) {
                 return Err(Error::config("incorrect trunk id parameter"));
             }
@@ -283,16 +221,16 @@ fn collect_trunk(items: &[Value]) -> Result<Option<Vec<u16>>, Error> {
 }
 
 /// `runtimeConfig.mac` > `args.cni.mac` > CNI_ARGS `MAC`.
-fn select_mac(f: &Fields, cni_args: &str) -> Result<Option<[u8; 6]>, Error> {
+fn select_mac(f: &Object, cni_args: &str) -> Result<Option<[u8; 6]>, Error> {
     let args = Args::parse(cni_args, &[("MAC", Kind::String)]).map_err(Error::config)?;
     let mut mac = args
         .get("MAC")
         .filter(|m| !m.is_empty())
         .map(str::to_string);
     let nested = |outer: &str, inner: &[&str]| -> Option<String> {
-        let mut v = f.get(outer)?;
+        let mut v = f.get(outer).value();
         for key in inner {
-            v = Fields(v.as_object()?).get(key)?;
+            v = gojson::lookup(v.as_object()?, key)?;
         }
         v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
     };
@@ -358,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults() {
+    fn absent_keys_take_the_reference_defaults() {
         let c = parse(r#"{"cniVersion":"1.0.0","name":"n","type":"bridge"}"#).unwrap();
         assert_eq!(c.bridge, "cni0");
         assert!(!c.is_gateway && !c.ip_masq && !c.preserve_default_vlan);
@@ -369,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn every_key() {
+    fn every_key_is_read() {
         let c = parse(
             r#"{"cniVersion":"1.1.0","name":"n","bridge":"br9","isGateway":true,"isDefaultGateway":true,
             "forceAddress":true,"ipMasq":true,"ipMasqBackend":"iptables","mtu":1400,"hairpinMode":true,
@@ -406,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn reference_errors() {
+    fn invalid_values_get_the_reference_errors() {
         let cases = [
             (
                 r#"{"name":"n","vlan":4095}"#,
@@ -457,6 +395,18 @@ mod tests {
                 "failed to load netconf: json: cannot unmarshal string into Go struct field NetConf.portIsolation of type bool",
             ),
             (
+                r#"{"name":"n","vlanTrunk":[{"minID":"x"}]}"#,
+                "failed to load netconf: json: cannot unmarshal string into Go struct field VlanTrunk.vlanTrunk.minID of type int",
+            ),
+            (
+                r#"{"name":"n","ipam":{"type":5}}"#,
+                "failed to load netconf: json: cannot unmarshal number into Go struct field IPAM.ipam.type of type string",
+            ),
+            (
+                r#"[{"name":"n"}]"#,
+                "failed to load netconf: json: cannot unmarshal array into Go value of type main.NetConf",
+            ),
+            (
                 r#"{"name":"n","runtimeConfig":{"mac":"zz:00:00:00:00:01"}}"#,
                 "address zz:00:00:00:00:01: invalid MAC address",
             ),
@@ -467,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn combination_errors() {
+    fn invalid_combinations_are_refused_for_add() {
         let mut c = parse(r#"{"name":"n","hairpinMode":true,"promiscMode":true}"#).unwrap();
         assert_eq!(
             c.validate_for_add().unwrap_err().msg,
@@ -526,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    fn mac_precedence() {
+    fn mac_from_runtime_config_beats_args_beats_cni_args() {
         let base = r#"{"name":"n""#;
         let with = |extra: &str, args: &str| {
             Config::parse(format!("{base}{extra}}}").as_bytes(), args)
@@ -559,7 +509,7 @@ mod tests {
     }
 
     #[test]
-    fn mac_forms() {
+    fn mac_accepts_go_parse_mac_forms_of_six_bytes() {
         assert_eq!(parse_mac("0200.0000.00ff").unwrap(), [2, 0, 0, 0, 0, 0xff]);
         assert!(parse_mac("02:00:00:00:00").is_err());
         assert!(parse_mac("02:00:00:00:00:00:00:00").is_err());

@@ -328,15 +328,19 @@ fn bad_vlan_settings_leave_nothing_behind() {
         &["10.241.11.0/24"],
         json!({"vlan": 100, "isGateway": true}),
     );
-    let e = long.call("ADD", &conf, "c", c.path(), "eth0").err(999);
-    assert!(
-        e["msg"]
-            .as_str()
-            .unwrap()
-            .starts_with("failed to create vlan interface"),
-        "{e}"
+    // Refused from the config, before anything exists (the reference
+    // creates the bridge and the veth, then fails on the VLAN interface).
+    let e = long.call("ADD", &conf, "c", c.path(), "eth0").err(7);
+    assert_eq!(
+        e["msg"],
+        format!(
+            "bridge name {:?} is too long for its vlan gateway interface {:?}",
+            long.bridge,
+            format!("{}.100", long.bridge)
+        )
     );
     assert!(!has_link(&c, "eth0"));
+    assert!(!has_link(&long.ns, &long.bridge), "bridge created");
     assert!(long.leases().is_empty(), "{:?}", long.leases());
     assert!(ports(&long).is_empty(), "{:?}", ports(&long));
     long.del(&conf, "c", c.path());

@@ -2,18 +2,19 @@
 //! parsed `prevResult`, plus where the debug file is.
 
 use serde::Deserialize;
-use skel::Error;
 use skel::conf::NetConf;
-use skel::types::{CniResult, null_default};
+use skel::types::CniResult;
+use skel::{Error, gojson};
 
 use crate::extra_args;
 
-/// The keys only noop reads.
+/// The keys only noop reads (the rest of the reference's `main.NetConf`).
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename = "main.NetConf")]
 struct NoopKeys {
-    #[serde(rename = "debugFile", default, deserialize_with = "null_default")]
+    #[serde(rename = "debugFile")]
     debug_file: String,
-    #[serde(rename = "commandLog", default, deserialize_with = "null_default")]
+    #[serde(rename = "commandLog")]
     command_log: String,
 }
 
@@ -30,24 +31,15 @@ pub struct Conf {
 /// The reference's `loadConf`: the config must decode, and a `prevResult`
 /// must parse. Failures are plain errors (code 999), as there.
 pub fn load(stdin: &[u8]) -> Result<Conf, Error> {
-    let load_err = |e: String| {
+    let load_err = |e: gojson::DecodeError| {
         Error::internal(format!(
-            "failed to load netconf: {e} {:?}",
-            String::from_utf8_lossy(stdin)
+            "failed to load netconf: {e} {}",
+            gojson::quote(&String::from_utf8_lossy(stdin))
         ))
     };
-    if stdin.iter().all(u8::is_ascii_whitespace) {
-        // Go's wording, which test suites may match.
-        return Err(load_err("unexpected end of JSON input".into()));
-    }
-    let net = NetConf::parse(stdin).map_err(|e| {
-        let msg = e
-            .msg
-            .strip_prefix("failed to load netconf: ")
-            .unwrap_or(&e.msg);
-        load_err(msg.to_string())
-    })?;
-    let keys: NoopKeys = serde_json::from_slice(stdin).map_err(|e| load_err(e.to_string()))?;
+    let doc = gojson::parse(stdin).map_err(load_err)?;
+    let net: NetConf = gojson::from_value(&doc).map_err(load_err)?;
+    let keys: NoopKeys = gojson::from_value(&doc).map_err(load_err)?;
     let prev_result = match &net.prev_result {
         None | Some(serde_json::Value::Null) => None,
         Some(raw) => Some(

@@ -7,17 +7,15 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
-use skel::{CmdArgs, Error, io_text};
-
-use crate::gojson::{self, Fields};
-use skel::base64;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use skel::{CmdArgs, Error, base64, gojson, io_text};
 
 /// What the test asked for (`Report*`, `ExitWithCode`) and what noop saw
-/// (`Command`, `CmdArgs`). Field order is Go's declaration order.
-#[derive(Debug, Default, Serialize, PartialEq)]
-#[serde(rename_all = "PascalCase")]
+/// (`Command`, `CmdArgs`). Field order is Go's declaration order; decoded
+/// by Go's rules ([`gojson`]).
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename = "debug.Debug", rename_all = "PascalCase")]
 pub struct Debug {
     pub report_result: String,
     pub report_error: String,
@@ -27,12 +25,15 @@ pub struct Debug {
     pub report_version_support: Option<Vec<String>>,
     pub exit_with_code: i64,
     pub command: String,
+    /// Not read back: every invocation overwrites it.
+    #[serde(skip_deserializing)]
     pub cmd_args: Recorded,
 }
 
 /// The reference skel's `CmdArgs` as Go serialises it: `StdinData` is a
 /// `[]byte`, hence base64 (or `null` for a nil slice).
-#[derive(Debug, Default, Serialize, PartialEq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename = "skel.CmdArgs")]
 pub struct Recorded {
     #[serde(rename = "ContainerID")]
     pub container_id: String,
@@ -46,8 +47,17 @@ pub struct Recorded {
     pub path: String,
     #[serde(rename = "NetnsOverride")]
     pub netns_override: String,
-    #[serde(rename = "StdinData")]
+    #[serde(rename = "StdinData", deserialize_with = "base64_text")]
     pub stdin_data: Option<String>,
+}
+
+/// A Go `[]byte`: base64 text that must decode.
+fn base64_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let text = Option::<String>::deserialize(d)?;
+    if let Some(t) = &text {
+        base64::decode(t).map_err(serde::de::Error::custom)?;
+    }
+    Ok(text)
 }
 
 impl Recorded {
@@ -62,27 +72,11 @@ impl Recorded {
             stdin_data: Some(base64::encode(&args.stdin)),
         }
     }
-
-    fn from_fields(obj: &Map<String, Value>) -> Result<Recorded, String> {
-        let f = Fields::new(obj, "CmdLogEntry.CmdArgs");
-        let stdin_data = f.opt_string("StdinData")?;
-        if let Some(text) = &stdin_data {
-            base64::decode(text)?;
-        }
-        Ok(Recorded {
-            container_id: f.string("ContainerID")?,
-            netns: f.string("Netns")?,
-            ifname: f.string("IfName")?,
-            args: f.string("Args")?,
-            path: f.string("Path")?,
-            netns_override: f.string("NetnsOverride")?,
-            stdin_data,
-        })
-    }
 }
 
 /// One line of the command log (`CmdLogEntry`).
-#[derive(Debug, Default, Serialize, PartialEq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename = "debug.CmdLogEntry")]
 pub struct LogEntry {
     #[serde(rename = "Command")]
     pub command: String,
@@ -107,21 +101,10 @@ fn write(path: &str, data: &str, mode: u32) -> Result<(), Error> {
 }
 
 impl Debug {
-    /// Decode like `json.Unmarshal` into the Go struct. `Command` and
-    /// `CmdArgs` are not read back: every invocation overwrites them.
+    /// Decode like `json.Unmarshal` into the Go struct (except `CmdArgs`,
+    /// which every invocation overwrites).
     pub fn parse(bytes: &[u8]) -> Result<Debug, String> {
-        let obj = gojson::parse_object(bytes, "debug.Debug")?;
-        let f = Fields::new(&obj, "Debug");
-        Ok(Debug {
-            report_result: f.string("ReportResult")?,
-            report_error: f.string("ReportError")?,
-            report_error_code: f.uint("ReportErrorCode")?,
-            report_stderr: f.string("ReportStderr")?,
-            report_version_support: f.strings("ReportVersionSupport")?,
-            exit_with_code: f.int("ExitWithCode")?,
-            command: f.string("Command")?,
-            cmd_args: Recorded::default(),
-        })
+        Ok(gojson::unmarshal(bytes)?)
     }
 
     pub fn read(path: &str) -> Result<Debug, Error> {
@@ -142,15 +125,11 @@ pub fn append_command_log(path: &str, entry: LogEntry) -> Result<(), Error> {
     let decode_err = |e: String| Error::internal(format!("decode command log {path}: {e}"));
     let mut entries = Vec::new();
     if !bytes.is_empty() {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(decode_err("unexpected end of JSON input".into()));
-        }
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| decode_err(e.to_string()))?;
-        match value {
+        match gojson::parse(&bytes).map_err(|e| decode_err(e.into()))? {
             Value::Null => {}
             Value::Array(items) => {
-                for item in items {
-                    entries.push(log_entry(&item).map_err(decode_err)?);
+                for item in &items {
+                    entries.push(gojson::from_value(item).map_err(|e| decode_err(e.into()))?);
                 }
             }
             other => {
@@ -165,29 +144,6 @@ pub fn append_command_log(path: &str, entry: LogEntry) -> Result<(), Error> {
     write(path, &gojson::marshal(&entries), 0o644)
 }
 
-fn log_entry(item: &Value) -> Result<LogEntry, String> {
-    let empty = Map::new();
-    let obj = match item {
-        Value::Null => &empty,
-        Value::Object(m) => m,
-        other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type debug.CmdLogEntry",
-                gojson::kind(other)
-            ));
-        }
-    };
-    let f = Fields::new(obj, "CmdLogEntry");
-    let cmd_args = match f.object("CmdArgs", "skel.CmdArgs")? {
-        Some(m) => Recorded::from_fields(m)?,
-        None => Recorded::default(),
-    };
-    Ok(LogEntry {
-        command: f.string("Command")?,
-        cmd_args,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn serialises_with_go_names_and_order() {
+    fn serialises_with_go_names_order_and_escaping() {
         let d = Debug {
             report_result: "<r>".into(),
             command: "ADD".into(),
@@ -252,6 +208,35 @@ mod tests {
                 .starts_with(&format!("decode debug file {p}: "))
         );
         std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn parses_with_go_key_matching_and_type_errors() {
+        let d = Debug::parse(br#"{"reportresult":"x","EXITWITHCODE":3,"ReportErrorCode":null}"#)
+            .unwrap();
+        assert_eq!((d.report_result.as_str(), d.exit_with_code), ("x", 3));
+        assert_eq!(d.report_version_support, None);
+        for (json, want) in [
+            (
+                r#"{"ReportErrorCode":-1}"#,
+                "json: cannot unmarshal number -1 into Go struct field Debug.ReportErrorCode of type uint",
+            ),
+            (
+                r#"{"ReportResult":5}"#,
+                "json: cannot unmarshal number into Go struct field Debug.ReportResult of type string",
+            ),
+            (
+                r#"{"ReportVersionSupport":"1.0.0"}"#,
+                "json: cannot unmarshal string into Go struct field Debug.ReportVersionSupport of type []string",
+            ),
+            (
+                "[]",
+                "json: cannot unmarshal array into Go value of type debug.Debug",
+            ),
+            (" ", "unexpected end of JSON input"),
+        ] {
+            assert_eq!(Debug::parse(json.as_bytes()).unwrap_err(), want, "{json}");
+        }
     }
 
     #[test]

@@ -8,7 +8,6 @@
 mod config;
 mod debug;
 mod extra_args;
-mod gojson;
 mod plugin;
 
 fn main() {

@@ -188,7 +188,7 @@ fn pass_through(mode: &str, conf: &config::Conf) -> Result<String, Error> {
             conf.cni_version, e.msg
         ))
     })?;
-    Ok(crate::gojson::html_escape(&converted.to_json_compact()))
+    Ok(converted.to_json_compact())
 }
 
 #[cfg(test)]

@@ -276,16 +276,47 @@ fn row_plain_error_is_999() {
     assert_error(&run, 999, "banana", None);
 }
 
-/// §1.8 row "ADD, CNI_NETNS = plugin's own netns: code 8" (newest reference,
-/// checked after the plugin ran). noop never enters a namespace, so it does
-/// not ask skel to vet CNI_NETNS: test suites pass made-up paths or plain
-/// files there, which the reference accepts. The row is therefore not
-/// reproducible through noop; skel's own tests cover it.
+/// §1.8 row "ADD/DEL, CNI_NETNS = plugin's own netns: code 8". The newest
+/// reference skel checks after the plugin ran; we refuse before noop does
+/// anything, so the Debug file and the command log stay untouched.
 #[test]
-fn row_own_netns_is_not_checked_by_noop() {
-    let run = call("ADD", CONF_100).netns("/proc/self/ns/net").run(bin());
+fn row_own_netns_is_refused_before_noop_runs() {
+    let own = format!("/proc/{}/ns/net", std::process::id());
+    for cmd in ["ADD", "DEL"] {
+        for netns in ["/proc/self/ns/net", own.as_str()] {
+            let d = DebugFile::new(json!({"ReportResult": "{}"}));
+            let before = d.raw();
+            let conf = format!(
+                r#"{{"cniVersion":"1.0.0","name":"net","commandLog":"{}"}}"#,
+                d.log_str()
+            );
+            let run = call(cmd, &conf).netns(netns).args(&d.args()).run(bin());
+            assert_error(
+                &run,
+                8,
+                "plugin's netns and netns from CNI_NETNS should not be the same",
+                None,
+            );
+            assert_eq!(
+                d.raw(),
+                before,
+                "{cmd} {netns}: the Debug file was rewritten"
+            );
+            assert_eq!(std::fs::read(&d.log).unwrap(), b"", "{cmd} {netns}: logged");
+        }
+    }
+    // CHECK is not vetted (as in the reference), and the override works.
+    let d = DebugFile::new(json!({"ReportResult": ""}));
+    let run = call("CHECK", CONF_100)
+        .netns("/proc/self/ns/net")
+        .args(&d.args())
+        .run(bin());
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "{}");
+    let run = call("ADD", CONF_100)
+        .netns("/proc/self/ns/net")
+        .env("CNI_NETNS_OVERRIDE", "true")
+        .run(bin());
+    assert_eq!((run.code, run.stdout.as_str()), (0, "{}"), "{run:?}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub fn call(cmd: &str, id: &str, ifname: &str) -> Call {
     Call::new(cmd)
         .container_id(id)
         .ifname(ifname)
-        .netns("/proc/self/ns/net")
+        .netns("/run/netns/cnirs-hl-unused")
         .path("/nonexistent")
 }
 
@@ -52,7 +52,7 @@ pub fn spawn(bin: &Path, cmd: &str, id: &str, stdin: &str) -> Child {
         .env_clear()
         .env("CNI_COMMAND", cmd)
         .env("CNI_CONTAINERID", id)
-        .env("CNI_NETNS", "/proc/self/ns/net")
+        .env("CNI_NETNS", "/run/netns/cnirs-hl-unused")
         .env("CNI_IFNAME", "eth0")
         .env("CNI_PATH", "/nonexistent")
         .env("CNI_ARGS", "")

@@ -1,0 +1,252 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// A directory of test programs, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("skel-exec-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sh(script: &str) -> Command {
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", script]);
+    c
+}
+
+#[test]
+fn passes_args_environment_and_stdin() {
+    let out = sh(r#"printf '%s|%s|%s|' "$0" "$V" "${HOME-unset}"; cat"#)
+        .env("V", "v1")
+        .stdin("in")
+        .run()
+        .unwrap();
+    assert!(out.success());
+    let home = std::env::var("HOME").unwrap_or_else(|_| "unset".into());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("/bin/sh|v1|{home}|in")
+    );
+
+    let out = sh(r#"printf '%s|%s' "$V" "${HOME-unset}""#)
+        .env_clear()
+        .envs([("V", "only")])
+        .run()
+        .unwrap();
+    assert_eq!(out.stdout, b"only|unset");
+}
+
+#[test]
+fn stdin_is_dev_null_unless_given() {
+    let out = sh("cat; echo end").run().unwrap();
+    assert_eq!(out.stdout, b"end\n");
+}
+
+#[test]
+fn large_input_and_output_on_both_pipes_do_not_deadlock() {
+    // The program writes 1 MiB to stderr before it reads any stdin, then
+    // echoes 2 MiB of stdin: every pipe fills up at some point.
+    let input: Vec<u8> = (0..2 << 20).map(|i| (i % 251) as u8).collect();
+    let out = sh("head -c 1048576 /dev/zero >&2; cat")
+        .stdin(input.clone())
+        .timeout(Duration::from_secs(30))
+        .run()
+        .unwrap();
+    assert!(out.success());
+    assert_eq!(out.stderr.len(), 1 << 20);
+    assert!(out.stdout == input, "stdout differs from stdin");
+}
+
+#[test]
+fn a_program_that_ignores_stdin_is_not_an_error() {
+    let out = Command::new("true")
+        .stdin(vec![b'x'; 4 << 20])
+        .run()
+        .unwrap();
+    assert!(out.success());
+}
+
+#[test]
+fn inherited_stderr_is_not_captured() {
+    let out = sh("echo to-our-stderr >&2").inherit_stderr().run().unwrap();
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn missing_program_is_not_found_in_go_words() {
+    let e = Command::new("/nonexistent/cnirs-tool").run().unwrap_err();
+    assert!(matches!(&e, Error::NotFound { program } if program == "/nonexistent/cnirs-tool"));
+    assert_eq!(
+        e.to_string(),
+        "fork/exec /nonexistent/cnirs-tool: no such file or directory"
+    );
+    let e = Command::new("cnirs-no-such-tool").run().unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }));
+    assert_eq!(
+        e.to_string(),
+        "exec: \"cnirs-no-such-tool\": executable file not found in $PATH"
+    );
+}
+
+#[test]
+fn other_spawn_failures_carry_their_errno() {
+    let d = Dir::new("noexec");
+    let p = d.script("plain", "exit 0");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = Command::new(&p).run().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Spawn {
+                errno: Errno::EACCES,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("fork/exec {}: permission denied", p.display())
+    );
+}
+
+#[test]
+fn text_file_busy_is_retried_with_a_fresh_process() {
+    let d = Dir::new("busy");
+    let p = d.script("busy", "echo ok");
+    // Held open for writing, the binary cannot be executed (ETXTBSY).
+    let writer = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    let e = Command::new(&p)
+        .retry_busy(2, Duration::from_millis(50))
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Spawn {
+                errno: Errno::ETXTBSY,
+                attempts: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().ends_with("text file busy (after 2 attempts)"),
+        "{e}"
+    );
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(250));
+        drop(writer);
+    });
+    let out = Command::new(&p)
+        .retry_busy(40, Duration::from_millis(50))
+        .run()
+        .unwrap();
+    closer.join().unwrap();
+    assert_eq!(out.stdout, b"ok\n");
+}
+
+#[test]
+fn timeout_kills_the_process_group_and_keeps_what_was_printed() {
+    let d = Dir::new("timeout");
+    let marker = d.0.join("grandchild-alive");
+    let start = Instant::now();
+    let e = sh(&format!(
+        "echo early; echo warn >&2; (sleep 1; touch {}) & sleep 5",
+        marker.display()
+    ))
+    .own_process_group()
+    .timeout(Duration::from_millis(300))
+    .run()
+    .unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    match e {
+        Error::TimedOut {
+            after,
+            stdout,
+            stderr,
+            ..
+        } => {
+            assert_eq!(after, Duration::from_millis(300));
+            assert_eq!(
+                (stdout.as_slice(), stderr.as_slice()),
+                (&b"early\n"[..], &b"warn\n"[..])
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(
+        !marker.exists(),
+        "a process of the group survived the timeout"
+    );
+}
+
+#[test]
+fn timeout_applies_to_a_program_that_closes_its_pipes_but_keeps_running() {
+    let start = Instant::now();
+    let e = sh("exec >/dev/null 2>&1 </dev/null; sleep 5")
+        .timeout(Duration::from_millis(200))
+        .run()
+        .unwrap_err();
+    assert!(matches!(e, Error::TimedOut { .. }), "{e:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn start_returns_while_the_program_runs() {
+    let start = Instant::now();
+    let running = sh("cat; sleep 0.3; echo done").stdin("x").start().unwrap();
+    assert!(running.id() > 0);
+    assert!(start.elapsed() < Duration::from_millis(250), "start waited");
+    let out = running.wait().unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert_eq!(out.stdout, b"xdone\n");
+}
+
+#[test]
+fn exit_statuses_read_as_go_prints_them() {
+    let text = |script: &str| status_text(sh(script).run().unwrap().status);
+    assert_eq!(text("exit 0"), "exit status 0");
+    assert_eq!(text("exit 3"), "exit status 3");
+    assert_eq!(text("kill -9 $$"), "signal: killed");
+    assert_eq!(text("kill -TERM $$"), "signal: terminated");
+    assert_eq!(
+        text("ulimit -c 0; kill -SEGV $$"),
+        "signal: segmentation fault"
+    );
+    assert_eq!(text("kill -USR1 $$"), "signal: user defined signal 1");
+    assert_eq!(text("kill -40 $$"), "signal: signal 40");
+}
