@@ -6,14 +6,13 @@
 //! masquerade rules are removed by their comment / chain name, so they go
 //! even when `CNI_NETNS` is empty or the namespace is gone.
 
-use cni_net::Netlink;
-use skel::types::Cidr;
+use cni_firewall::ipmasq::{self, Owner};
+use cni_firewall::{Scope, spoofchk};
+use cni_net::{IpNetwork, Netlink};
 use skel::{CmdArgs, Netns};
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::masq::{self, Owner};
-use crate::spoofchk;
 
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
@@ -33,27 +32,40 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     {
         errors.push(e.into());
     }
-    if conf.macspoofchk
-        && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))
+    let masq = conf.is_layer3() && conf.ip_masq;
+    if (conf.macspoofchk || masq)
+        && let Err(e) = firewall(args, &conf, masq, &addrs)
     {
         errors.push(e);
-    }
-    if conf.is_layer3() && conf.ip_masq {
-        let owner = Owner {
-            network: &conf.name,
-            ifname: &args.ifname,
-            container_id: &args.container_id,
-        };
-        if let Err(e) = masq::teardown(conf.ip_masq_backend, &addrs, &owner) {
-            errors.push(e);
-        }
     }
     crate::error::join(errors)
 }
 
+/// Remove the spoof check and (with `masq`) the masquerade rules, from
+/// the configured backend or, when unset, from every backend.
+fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> Result<(), Error> {
+    let host = Netlink::host()?;
+    let mut errors = Vec::new();
+    if conf.macspoofchk
+        && let Err(e) = spoofchk::teardown(&host, &spoofchk::id(&args.container_id, &args.ifname))
+    {
+        errors.push(e);
+    }
+    let owner = Owner {
+        network: &conf.name,
+        ifname: &args.ifname,
+        container_id: &args.container_id,
+    };
+    if masq && let Err(e) = ipmasq::teardown(&host, Scope::of(conf.ip_masq_backend), addrs, &owner)
+    {
+        errors.push(e);
+    }
+    Ok(cni_firewall::join(errors)?)
+}
+
 /// Delete `ifname` in the namespace, returning its global addresses; a
 /// missing link is success.
-fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<Cidr>, Error> {
+fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
     let cont = Netlink::in_netns(ns)?;
     let Some(link) = cont.find_link(ifname)? else {
         return Ok(Vec::new());
@@ -62,7 +74,7 @@ fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<Cidr>, 
         .addrs(Some(&link))?
         .into_iter()
         .filter(|a| a.scope == 0)
-        .map(|a| Cidr(a.addr))
+        .map(|a| a.addr)
         .collect();
     match cont.delete_link(&link) {
         Ok(()) => Ok(addrs),
@@ -72,14 +84,14 @@ fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<Cidr>, 
 }
 
 /// Addresses of `prevResult`, when the runtime sent one (0.4.0+).
-fn prev_addrs(stdin: &[u8]) -> Vec<Cidr> {
+fn prev_addrs(stdin: &[u8]) -> Vec<IpNetwork> {
     let Ok(nc) = skel::conf::NetConf::parse(stdin) else {
         return Vec::new();
     };
     match nc.prev_result() {
         Ok(Some(r)) => r
             .into_v1()
-            .map(|r| r.ips.into_iter().map(|ip| ip.address).collect())
+            .map(|r| r.ips.into_iter().map(|ip| ip.address.0).collect())
             .unwrap_or_default(),
         _ => Vec::new(),
     }

@@ -65,6 +65,18 @@ impl From<cni_net::Error> for Error {
     }
 }
 
+/// A firewall failure is a plain error (999), except an invalid
+/// firewall configuration (an unknown backend), which is code 7 like every
+/// other invalid key of this plugin.
+impl From<cni_firewall::Error> for Error {
+    fn from(e: cni_firewall::Error) -> Error {
+        match e.kind() {
+            cni_firewall::ErrorKind::Invalid => Error::config(e.to_string()),
+            _ => Error::internal(e.to_string()),
+        }
+    }
+}
+
 impl From<Error> for skel::Error {
     fn from(e: Error) -> skel::Error {
         e.0
