@@ -1,8 +1,8 @@
 //! The error of the main plugins and of this crate: skel's CNI error (code,
 //! message, and the details of a delegated plugin's error), wrapped so that
-//! `cni-net` failures convert into it here, at the plugin boundary, as code
-//! 999 like every plain error of the reference. `cni-net` knows nothing of
-//! CNI codes.
+//! `cni-net` and `cni-firewall` failures convert into it here, at the
+//! plugin boundary, as code 999 like every plain error of the reference
+//! (an invalid firewall setting as 7). Neither crate knows CNI codes.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -63,6 +63,18 @@ impl From<skel::Error> for Error {
 impl From<cni_net::Error> for Error {
     fn from(e: cni_net::Error) -> Error {
         Error::internal(e.to_string())
+    }
+}
+
+/// A firewall failure is a plain error (999), except an invalid
+/// firewall configuration (an unknown backend), which is code 7 like every
+/// other invalid key of the plugins.
+impl From<cni_firewall::Error> for Error {
+    fn from(e: cni_firewall::Error) -> Error {
+        match e.kind() {
+            cni_firewall::ErrorKind::Invalid => Error::config(e.to_string()),
+            _ => Error::internal(e.to_string()),
+        }
     }
 }
 

@@ -36,36 +36,12 @@ fn ip(s: &str) -> IpAddr {
 
 /// Run `nft -f` on `text` inside `ns`.
 fn nft_f(ns: &TestNetns, text: &str) {
-    let path = std::env::temp_dir().join(format!("{}.nft", unique_name("cnirsnft")));
-    std::fs::write(&path, text).unwrap();
-    let out = ns.exec_output(&["nft", "-f", path.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "nft -f failed: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ns.nft_f(text);
 }
 
 /// `nft -j list table` without metainfo and handles.
 fn nft_json(ns: &TestNetns, t: Table<'_>) -> Value {
-    let out = ns.stdout(&["nft", "-j", "list", "table", &t.family.to_string(), t.name]);
-    let mut v: Value = serde_json::from_str(&out).unwrap();
-    let items = v["nftables"].as_array_mut().unwrap();
-    items.retain(|i| i.get("metainfo").is_none());
-    strip_handles(&mut v);
-    v
-}
-
-fn strip_handles(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.remove("handle");
-            m.values_mut().for_each(strip_handles);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_handles),
-        _ => {}
-    }
+    ns.nft_json(&t.family.to_string(), t.name)
 }
 
 /// Our own listing of a table, handles cleared: table comment, chains,

@@ -173,6 +173,34 @@ impl TestNetns {
         })
     }
 
+    /// `nft -f` of `text` inside the namespace: the oracle of the
+    /// nftables tests. Panics with nft's error when it fails.
+    pub fn nft_f(&self, text: &str) {
+        let dir = TempDir::new("nft");
+        let file = dir.join("rules.nft");
+        std::fs::write(&file, text).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+        let out = self.exec_output(&["nft", "-f", file.to_str().unwrap_or_default()]);
+        assert!(
+            out.status.success(),
+            "nft -f failed: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `nft -j list table <family> <table>` inside the namespace, without
+    /// the metainfo entry and the handles: what two namespaces' tables are
+    /// compared by.
+    pub fn nft_json(&self, family: &str, table: &str) -> serde_json::Value {
+        let out = self.stdout(&["nft", "-j", "list", "table", family, table]);
+        let mut v: serde_json::Value = serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("nft -j output is not JSON ({e}): {out}"));
+        if let Some(items) = v["nftables"].as_array_mut() {
+            items.retain(|i| i.get("metainfo").is_none());
+        }
+        strip_handles(&mut v);
+        v
+    }
+
     /// Delete now (to test DEL after the namespace is gone).
     pub fn delete(&mut self) {
         if !self.name.is_empty() {
@@ -185,6 +213,17 @@ impl TestNetns {
 impl Drop for TestNetns {
     fn drop(&mut self) {
         self.delete();
+    }
+}
+
+fn strip_handles(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.remove("handle");
+            m.values_mut().for_each(strip_handles);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_handles),
+        _ => {}
     }
 }
 

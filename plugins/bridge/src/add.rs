@@ -2,12 +2,13 @@
 //!
 //! 1. `link`: IPAM started (it runs meanwhile), bridge, veth pair, port
 //!    settings, container sysctls;
-//! 2. `addresses`: IPAM's result, gateways, firewall helpers started
-//!    (they run meanwhile), container addresses and routes; for an L2
-//!    attachment `layer2`: firewall helpers, container link up;
+//! 2. `addresses`: IPAM's result, gateways, firewall rules (nftables
+//!    over netlink at once; `iptables-restore` started, it runs
+//!    meanwhile), container addresses and routes; for an L2 attachment
+//!    `layer2`: firewall rules, container link up;
 //! 3. `gateway`: gateway addresses on the bridge (or on its VLAN
 //!    interface), forwarding;
-//! 4. `finish`: firewall helpers awaited, host port up, the result.
+//! 4. `finish`: `iptables-restore` awaited, host port up, the result.
 //!
 //! Unlike the reference, a failed ADD undoes what it did: the veth pair,
 //! the IPAM addresses and the firewall rules (see `Undo`). Every side
@@ -18,18 +19,18 @@ use std::fs::File;
 use std::net::IpAddr;
 
 use cni_attach::{host_sysctl, iface, veth};
+use cni_firewall::ipmasq::{self, Owner};
+use cni_firewall::{Backend, Scope, System, select, spoofchk};
+use cni_net::nftables::Transaction;
 use cni_net::{IpNetwork, Link, Netlink};
 use skel::CmdArgs;
 use skel::failpoint::hit;
 use skel::types::{Cidr, Interface, Result1, Route};
 
 use crate::bridge;
-use crate::config::{Backend, Config};
+use crate::config::Config;
 use crate::container;
 use crate::error::Error;
-use crate::masq::{self, Owner};
-use crate::nft;
-use crate::spoofchk;
 
 /// What a failed ADD removes. What it shares with other attachments stays:
 /// the bridge (also one this ADD created: a concurrent ADD may already use
@@ -43,7 +44,9 @@ struct Undo {
     veth: Option<String>,
     /// IPAM ADD was started: IPAM DEL releases whatever it took.
     ipam: bool,
-    masq: bool,
+    /// Masquerade rules were being installed, with this backend, for
+    /// these addresses.
+    masq: Option<(Backend, Vec<IpNetwork>)>,
     spoofchk: bool,
 }
 
@@ -52,7 +55,8 @@ struct Undo {
 #[derive(Default)]
 struct Pending {
     ipam: Option<skel::invoke::Running>,
-    firewall: Option<Firewall>,
+    /// `iptables-restore` runs of the masquerade rules.
+    firewall: Option<ipmasq::Pending>,
 }
 
 /// The attachment's links as phase 1 leaves them.
@@ -183,7 +187,7 @@ struct Gateways {
     v6: Vec<IpNetwork>,
 }
 
-/// Phase 2: IPAM's result, gateways, firewall helpers started, container
+/// Phase 2: IPAM's result, gateways, firewall rules, container
 /// addresses and routes.
 fn addresses(
     args: &CmdArgs,
@@ -206,13 +210,13 @@ fn addresses(
     result.routes = ipam.routes;
     result.dns = ipam.dns;
     let (v4, v6) = calc_gateways(result, conf);
-    let masq_addrs: Vec<Cidr> = if conf.ip_masq {
-        result.ips.iter().map(|ip| ip.address).collect()
+    let masq_addrs: Vec<IpNetwork> = if conf.ip_masq {
+        result.ips.iter().map(|ip| ip.address.0).collect()
     } else {
         Vec::new()
     };
-    // Awaited in phase 4, so the helpers run while the container is
-    // configured.
+    // iptables-restore is awaited in phase 4, so it runs while the
+    // container is configured.
     start_firewall(args, conf, links, &masq_addrs, undo, pending)?;
     hit("bridge/firewall-started")?;
     if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
@@ -224,7 +228,7 @@ fn addresses(
     Ok(Gateways { v4, v6 })
 }
 
-/// Phase 2 of an L2 attachment: firewall helpers started, container link
+/// Phase 2 of an L2 attachment: firewall rules, container link
 /// up unless `disableContainerInterface`.
 fn layer2(
     args: &CmdArgs,
@@ -290,7 +294,7 @@ fn gateway(
     Ok(())
 }
 
-/// Phase 4: firewall helpers awaited, host port up, live MACs, DNS.
+/// Phase 4: `iptables-restore` awaited, host port up, live MACs, DNS.
 fn finish(
     conf: &Config,
     links: &Links,
@@ -298,7 +302,7 @@ fn finish(
     pending: &mut Pending,
 ) -> Result<Result1, Error> {
     if let Some(fw) = pending.firewall.take() {
-        fw.finish()?;
+        fw.wait()?;
     }
     hit("bridge/firewall-done")?;
     let (host, name) = (&links.host, &links.port.name);
@@ -317,22 +321,16 @@ fn finish(
     Ok(result)
 }
 
-/// Firewall work of an ADD running in the background.
-enum Firewall {
-    /// Masquerade (either backend) and the spoof-check batch, if any.
-    Split(masq::Started, Option<nft::Running>),
-    /// Masquerade and spoof check together in one nft batch.
-    Joint(nft::Running),
-}
-
-/// Start the firewall work for the masquerade addresses `masq_addrs` and
-/// the spoof check: one nft batch for both when both go through
-/// nftables. Records what to undo.
+/// Install the firewall rules: masquerade for `masq_addrs` with the
+/// backend chosen here, once for the whole call, and the spoof check.
+/// nftables work (masquerade and spoof check together) is one listing and
+/// one transaction over netlink, done when this returns; iptables work is
+/// started and left running in `pending`. Records what to undo.
 fn start_firewall(
     args: &CmdArgs,
     conf: &Config,
     links: &Links,
-    masq_addrs: &[Cidr],
+    masq_addrs: &[IpNetwork],
     undo: &mut Undo,
     pending: &mut Pending,
 ) -> Result<(), Error> {
@@ -341,65 +339,38 @@ fn start_firewall(
         ifname: &args.ifname,
         container_id: &args.container_id,
     };
-    let spoof_batch = if conf.macspoofchk {
+    let host = &links.host;
+    let mut tx = Transaction::new();
+    let mut what = Vec::new();
+    if !masq_addrs.is_empty() {
+        let backend = select::ipmasq(conf.ip_masq_backend, &System::new(host))
+            .map_err(|e| e.context("set up ip masquerade"))?;
+        undo.masq = Some((backend, masq_addrs.to_vec()));
+        if backend == Backend::Nftables {
+            ipmasq::nft::plan_setup(host, &mut tx, masq_addrs, &owner)
+                .map_err(|e| e.context("set up ip masquerade"))?;
+            what.push("set up ip masquerade");
+        } else {
+            pending.firewall = Some(ipmasq::setup(host, backend, masq_addrs, &owner)?);
+        }
+    }
+    if conf.macspoofchk {
+        let mac = <[u8; 6]>::try_from(links.container.mac.as_slice()).map_err(|_| {
+            Error::internal(format!(
+                "failed to setup spoof-check: {} has no Ethernet address",
+                args.ifname
+            ))
+        })?;
         let id = spoofchk::id(&args.container_id, &args.ifname);
-        spoofchk::setup_batch(&id, &links.port.name, &links.container.mac_string())
-    } else {
-        Vec::new()
-    };
-    let backend = conf.ip_masq_backend;
-    undo.masq = !masq_addrs.is_empty();
-    undo.spoofchk = conf.macspoofchk;
-    let masq_via_nft = !masq_addrs.is_empty() && backend != Some(Backend::Iptables);
-    if masq_via_nft && !spoof_batch.is_empty() {
-        let mut batch = masq::nft_setup_batch(masq_addrs, &owner);
-        batch.extend(spoof_batch);
-        let run = nft::start_apply(&batch).map_err(|e| e.into_error("set up ip masquerade"))?;
-        pending.firewall = Some(match run {
-            Some(r) => Firewall::Joint(r),
-            None => Firewall::Split(masq::Started::Nothing, None),
-        });
-        return Ok(());
+        undo.spoofchk = true;
+        spoofchk::plan_setup(&mut tx, &id, &links.port.name, mac);
+        what.push("failed to setup spoof-check");
     }
-    let masq_backend = if masq_via_nft {
-        backend
-    } else {
-        Some(Backend::Iptables)
-    };
-    let masq = masq::setup_start(masq_backend, masq_addrs, &owner)?;
-    match nft::start_apply(&spoof_batch) {
-        Ok(spoof) => {
-            pending.firewall = Some(Firewall::Split(masq, spoof));
-            Ok(())
-        }
-        Err(e) => {
-            // Let the masquerade helper finish before the rollback removes
-            // its rules.
-            let _ = masq::setup_finish(masq);
-            Err(e.into_error("failed to setup spoof-check"))
-        }
-    }
-}
-
-impl Firewall {
-    /// Wait for every helper; the first failure is returned.
-    fn finish(self) -> Result<(), Error> {
-        match self {
-            Firewall::Joint(run) => run
-                .wait()
-                .map(drop)
-                .map_err(|e| e.into_error("set up ip masquerade")),
-            Firewall::Split(masq, spoof) => {
-                let m = masq::setup_finish(masq);
-                let s = spoof.map_or(Ok(()), |r| {
-                    r.wait()
-                        .map(drop)
-                        .map_err(|e| e.into_error("failed to setup spoof-check"))
-                });
-                m.and(s)
-            }
-        }
-    }
+    host.nft_apply(tx).map_err(|e| {
+        cni_firewall::Error::from(e)
+            .context(what.join(" and "))
+            .into()
+    })
 }
 
 impl Pending {
@@ -410,7 +381,7 @@ impl Pending {
             let _ = running.wait();
         }
         if let Some(fw) = self.firewall.take() {
-            let _ = fw.finish();
+            let _ = fw.wait();
         }
     }
 }
@@ -464,11 +435,16 @@ fn next_ip(ip: IpAddr) -> IpAddr {
 /// Undo a failed ADD, best effort; returns what could not be undone.
 fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
     let mut errors = Vec::new();
+    let host = match Netlink::host() {
+        Ok(h) => h,
+        Err(e) => return vec![e.into()],
+    };
     if let Some(name) = &undo.veth {
-        let r = Netlink::host().and_then(|h| match h.find_link(name)? {
-            Some(l) => h.delete_link(&l),
-            None => Ok(()),
-        });
+        let r = match host.find_link(name) {
+            Ok(Some(l)) => host.delete_link(&l),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
         if let Err(e) = r {
             errors.push(e.into());
         }
@@ -483,15 +459,15 @@ fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
         ifname: &args.ifname,
         container_id: &args.container_id,
     };
-    if undo.masq
-        && let Err(e) = masq::teardown(conf.ip_masq_backend, &[], &owner)
+    if let Some((backend, addrs)) = &undo.masq
+        && let Err(e) = ipmasq::teardown(&host, Scope::Only(*backend), addrs, &owner)
     {
-        errors.push(e);
+        errors.push(e.into());
     }
     if undo.spoofchk
-        && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))
+        && let Err(e) = spoofchk::teardown(&host, &spoofchk::id(&args.container_id, &args.ifname))
     {
-        errors.push(e);
+        errors.push(e.into());
     }
     errors
 }

@@ -2,14 +2,14 @@
 //! still in place, plus (beyond the reference) the masquerade and spoof
 //! check rules. L2 attachments are checked without calling IPAM.
 
+use cni_firewall::ipmasq::{self, Owner};
+use cni_firewall::{Scope, spoofchk};
 use cni_net::{Link, Netlink};
 use skel::CmdArgs;
 use skel::types::Interface;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::masq::{self, Owner};
-use crate::spoofchk;
 
 pub fn check(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
@@ -64,16 +64,16 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     cni_attach::check::addresses_and_routes(&cont, &cont_link, &prev)?;
 
     if conf.is_layer3() && conf.ip_masq {
-        let addrs: Vec<_> = prev.ips.iter().map(|ip| ip.address).collect();
+        let addrs: Vec<_> = prev.ips.iter().map(|ip| ip.address.0).collect();
         let owner = Owner {
             network: &conf.name,
             ifname: &args.ifname,
             container_id: &args.container_id,
         };
-        masq::check(conf.ip_masq_backend, &addrs, &owner)?;
+        ipmasq::check(&host, Scope::of(conf.ip_masq_backend), &addrs, &owner)?;
     }
     if conf.macspoofchk {
-        spoofchk::check(&spoofchk::id(&args.container_id, &args.ifname))?;
+        spoofchk::check(&host, &spoofchk::id(&args.container_id, &args.ifname))?;
     }
     Ok(())
 }

@@ -5,18 +5,12 @@
 //! Keys are matched like Go's JSON decoder: exact name first, then
 //! case-insensitively; unknown keys are ignored; `null` keeps the default.
 
+use cni_firewall::Backend;
 use skel::args::{Args, Kind};
 use skel::gojson::{self, Field, Object};
 use skel::types::Dns;
 
 use crate::error::Error;
-
-/// Which firewall interface carries the masquerade rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Nftables,
-    Iptables,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -27,7 +21,8 @@ pub struct Config {
     pub is_default_gateway: bool,
     pub force_address: bool,
     pub ip_masq: bool,
-    /// `None`: pick nftables when `nft` works, else iptables.
+    /// `None`: auto (iptables when usable, else nftables; see
+    /// `cni_firewall::select`).
     pub ip_masq_backend: Option<Backend>,
     /// 0: kernel default.
     pub mtu: u32,
@@ -67,14 +62,7 @@ impl Config {
         let string = |key: &str| f.field::<Option<String>>(key).map_err(load_err);
         let int = |key: &str| f.field::<i64>(key).map_err(load_err);
         let flag = |key: &str| f.field::<bool>(key).map_err(load_err);
-        let backend = match string("ipMasqBackend")?.as_deref() {
-            None => None,
-            Some("nftables") => Some(Backend::Nftables),
-            Some("iptables") => Some(Backend::Iptables),
-            Some(other) => {
-                return Err(Error::config(format!("unknown ipmasq backend {other:?}")));
-            }
-        };
+        let backend = cni_firewall::select::parse_ipmasq(string("ipMasqBackend")?.as_deref())?;
         let mtu = int("mtu")?;
         let mtu = u32::try_from(mtu).map_err(|_| {
             Error::config(format!(

@@ -7,27 +7,24 @@
 //! even when `CNI_NETNS` is empty or the namespace is gone.
 
 use cni_attach::teardown;
-use skel::types::Cidr;
+use cni_firewall::ipmasq::{self, Owner};
+use cni_firewall::{Scope, spoofchk};
+use cni_net::{IpNetwork, Netlink};
 use skel::{CmdArgs, Netns};
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::masq::{self, Owner};
-use crate::spoofchk;
 
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
     let mut errors = Vec::new();
     // Addresses narrow which iptables families are read; prevResult and the
     // link both tell them.
-    let mut addrs: Vec<Cidr> = teardown::prev_addrs(&args.stdin)
-        .into_iter()
-        .map(Cidr)
-        .collect();
+    let mut addrs = teardown::prev_addrs(&args.stdin);
 
     if let Netns::Open { file, .. } = &args.netns {
         match teardown::delete_link(file, &args.ifname) {
-            Ok(found) => addrs.extend(found.into_iter().map(Cidr)),
+            Ok(found) => addrs.extend(found),
             Err(e) => errors.push(e),
         }
     }
@@ -36,20 +33,33 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     {
         errors.push(e.into());
     }
-    if conf.macspoofchk
-        && let Err(e) = spoofchk::teardown(&spoofchk::id(&args.container_id, &args.ifname))
+    let masq = conf.is_layer3() && conf.ip_masq;
+    if (conf.macspoofchk || masq)
+        && let Err(e) = firewall(args, &conf, masq, &addrs)
     {
         errors.push(e);
     }
-    if conf.is_layer3() && conf.ip_masq {
-        let owner = Owner {
-            network: &conf.name,
-            ifname: &args.ifname,
-            container_id: &args.container_id,
-        };
-        if let Err(e) = masq::teardown(conf.ip_masq_backend, &addrs, &owner) {
-            errors.push(e);
-        }
-    }
     crate::error::join(errors)
+}
+
+/// Remove the spoof check and (with `masq`) the masquerade rules, from
+/// the configured backend or, when unset, from every backend.
+fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> Result<(), Error> {
+    let host = Netlink::host()?;
+    let mut errors = Vec::new();
+    if conf.macspoofchk
+        && let Err(e) = spoofchk::teardown(&host, &spoofchk::id(&args.container_id, &args.ifname))
+    {
+        errors.push(e);
+    }
+    let owner = Owner {
+        network: &conf.name,
+        ifname: &args.ifname,
+        container_id: &args.container_id,
+    };
+    if masq && let Err(e) = ipmasq::teardown(&host, Scope::of(conf.ip_masq_backend), addrs, &owner)
+    {
+        errors.push(e);
+    }
+    Ok(cni_firewall::join(errors)?)
 }

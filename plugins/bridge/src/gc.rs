@@ -1,11 +1,11 @@
 //! STATUS and GC (CNI 1.1).
 
+use cni_firewall::{Scope, ipmasq, spoofchk};
+use cni_net::Netlink;
 use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::masq;
-use crate::spoofchk;
 
 /// Ready when the IPAM plugin is (L2 needs nothing).
 pub fn status(args: &CmdArgs) -> Result<(), Error> {
@@ -30,27 +30,11 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         );
     }
     let mut errors = Vec::new();
-    if conf.is_layer3()
-        && let Some(valid) = &valid
-        && let Err(e) = masq::gc(conf.ip_masq_backend, &conf.name, valid)
+    if let Some(valid) = &valid
+        && (conf.is_layer3() || conf.macspoofchk)
+        && let Err(e) = firewall(&conf, valid)
     {
         errors.push(e);
-    }
-    if conf.macspoofchk
-        && let Some(valid) = &valid
-    {
-        let keep: Vec<String> = valid
-            .iter()
-            .map(|(cid, ifname)| spoofchk::id(cid, ifname))
-            .collect();
-        let host = cni_net::Netlink::host();
-        let exists = |name: &str| match &host {
-            Ok(h) => h.find_link(name).map(|l| l.is_some()).unwrap_or(true),
-            Err(_) => true,
-        };
-        if let Err(e) = spoofchk::gc(&keep, &exists) {
-            errors.push(e);
-        }
     }
     if conf.is_layer3()
         && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "GC", &args.path, &args.stdin)
@@ -58,4 +42,28 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         errors.push(e.into());
     }
     crate::error::join(errors)
+}
+
+/// Remove the masquerade and spoof-check rules of attachments not in
+/// `valid`.
+fn firewall(conf: &Config, valid: &[(String, String)]) -> Result<(), Error> {
+    let host = Netlink::host()?;
+    let mut errors = Vec::new();
+    if conf.is_layer3()
+        && let Err(e) = ipmasq::gc(&host, Scope::of(conf.ip_masq_backend), &conf.name, valid)
+    {
+        errors.push(e);
+    }
+    if conf.macspoofchk {
+        let keep: Vec<String> = valid
+            .iter()
+            .map(|(cid, ifname)| spoofchk::id(cid, ifname))
+            .collect();
+        // A lookup that fails counts as a live link: its rules stay.
+        let exists = |name: &str| host.find_link(name).map_or(true, |l| l.is_some());
+        if let Err(e) = spoofchk::gc(&host, &keep, &exists) {
+            errors.push(e);
+        }
+    }
+    Ok(cni_firewall::join(errors)?)
 }

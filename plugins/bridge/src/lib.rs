@@ -9,9 +9,9 @@
 //! Modules: [`config`] (stdin keys and validation), [`add`], [`del`],
 //! [`check`], [`gc`] (GC and STATUS), [`bridge`] (bridge device, gateway
 //! addresses, VLAN gateway interface), [`container`] (addresses, routes and
-//! sysctls inside the container), [`masq`] and [`spoofchk`] (firewall rules
-//! through the `nft` binary ([`nft`]) or iptables; names derived with
-//! `skel::sha512` like the reference's), [`error`]. All namespace and netlink work goes through `cni-net`.
+//! sysctls inside the container), [`error`]. All namespace and netlink work
+//! goes through `cni-net`; masquerade and spoof-check rules, and the choice
+//! of their backend, through `cni-firewall`.
 
 pub mod add;
 pub mod bridge;
@@ -21,9 +21,6 @@ pub mod container;
 pub mod del;
 pub mod error;
 pub mod gc;
-pub mod masq;
-pub mod nft;
-pub mod spoofchk;
 
 /// The plugin, for `skel::main`.
 pub const PLUGIN: cni_attach::Main = cni_attach::Main {

@@ -161,9 +161,10 @@ fn fail_each_step(conf: impl Fn(&Host) -> Value, steps: &[&str]) {
     }
 }
 
+/// Masquerade and spoof check in one netlink transaction.
 #[test]
 fn failed_add_at_each_step_leaves_nothing_dual_stack_nftables() {
-    fail_each_step(|h| l3_conf(h, json!({})), L3);
+    fail_each_step(|h| l3_conf(h, json!({"ipMasqBackend": "nftables"})), L3);
 }
 
 /// Masquerade through iptables-restore, spoof check through nft: the two

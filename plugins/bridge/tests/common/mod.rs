@@ -57,7 +57,7 @@ pub fn rules_of(host: &Host, cid: &str) -> Vec<String> {
     let nft_markers = [format!("id: {cid}\""), format!("-{cid}-")];
     let ipt_markers = [
         format!("id: \\\"{cid}\\\""),
-        bridge::masq::iptables_chain(&host.net, cid),
+        cni_firewall::ipmasq::iptables_chain(&host.net, cid),
     ];
     host.rules(&nft_markers, &ipt_markers)
 }

@@ -1,0 +1,46 @@
+//! `cni-firewall`: the firewall layer of the suite, shared by bridge
+//! (masquerade, MAC spoof check), ptp (masquerade), portmap and the
+//! `firewall` plugin.
+//!
+//! - [`select`]: backend selection in one place, with the reference's
+//!   rules for each consumer (ipmasq, portmap, firewall), "auto" decided
+//!   without starting a process, and [`Scope`] for DEL, CHECK and GC,
+//!   which look at every backend when none is configured.
+//! - Transports, one per backend: [`nft`] (nf_tables over netlink through
+//!   `cni-net`; the `nft` binary is a test oracle, not a runtime
+//!   dependency) and [`iptables`] (`iptables-save` to read, one
+//!   `iptables-restore` batch per family to write).
+//! - Rule sets used by more than one plugin, with the reference's names,
+//!   comments and hashes so a node can switch suites in either direction
+//!   and each suite can remove the other's rules: [`ipmasq`] and
+//!   [`spoofchk`]. portmap's and the firewall plugin's rule sets live in
+//!   their plugin crates, on these transports.
+//! - [`Error`] with an [`ErrorKind`]: a backend that cannot be used here
+//!   is [`ErrorKind::Unavailable`] (from `cni_net`'s `NftUnavailable`, or
+//!   an iptables tool missing from `PATH`), never recognised by its text;
+//!   [`ErrorKind::NoBackend`] names every backend tried and why it failed.
+//!
+//! ```no_run
+//! use cni_firewall::{Scope, System, ipmasq, select};
+//! # fn demo(addrs: &[cni_net::IpNetwork]) -> cni_firewall::Result<()> {
+//! let host = cni_net::Netlink::host()?;
+//! let owner = ipmasq::Owner { network: "mynet", ifname: "eth0", container_id: "c1" };
+//! // ADD: choose once, install (iptables runs in the background).
+//! let configured = select::parse_ipmasq(Some("nftables"))?;
+//! let backend = select::ipmasq(configured, &System::new(&host))?;
+//! let pending = ipmasq::setup(&host, backend, addrs, &owner)?;
+//! pending.wait()?;
+//! // DEL: the configured backend, or every backend when unset.
+//! ipmasq::teardown(&host, Scope::of(configured), &[], &owner)?;
+//! # Ok(()) }
+//! ```
+
+pub mod error;
+pub mod ipmasq;
+pub mod iptables;
+pub mod nft;
+pub mod select;
+pub mod spoofchk;
+
+pub use error::{Error, ErrorKind, Result, join};
+pub use select::{Backend, Probe, Scope, System};

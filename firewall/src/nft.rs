@@ -1,0 +1,102 @@
+//! The nftables transport: `cni-net`'s nf_tables over netlink, in the
+//! namespace of the [`Netlink`] handle; no `nft` binary. This module adds
+//! what every rule set needs on top: finding rules by comment (exact or
+//! prefix, as knftables users do), deleting found rules by handle in one
+//! transaction, and reading the interface name a rule matches.
+//!
+//! A kernel without nf_tables gives [`crate::ErrorKind::Unavailable`]
+//! `(Nftables)`; a missing table or chain lists as no rules.
+
+use cni_net::Netlink;
+use cni_net::nftables::expr::{self, Expr};
+use cni_net::nftables::{RuleInfo, Table, Transaction};
+
+use crate::error::{Error, Result};
+use crate::select::Backend;
+
+/// The rules of `t` (of `chain` only, when given) for which `keep` holds,
+/// in chain order.
+pub fn find(
+    nl: &Netlink,
+    t: Table<'_>,
+    chain: Option<&str>,
+    keep: impl Fn(&RuleInfo) -> bool,
+) -> Result<Vec<RuleInfo>> {
+    let rules = nl
+        .nft_list_rules(t, chain)
+        .map_err(|e| listing_error(nl, e))?;
+    Ok(rules.into_iter().filter(|r| keep(r)).collect())
+}
+
+/// The rules whose comment is `comment`.
+pub fn find_by_comment(
+    nl: &Netlink,
+    t: Table<'_>,
+    chain: Option<&str>,
+    comment: &str,
+) -> Result<Vec<RuleInfo>> {
+    find(nl, t, chain, |r| r.comment.as_deref() == Some(comment))
+}
+
+/// The rules whose comment starts with `prefix`.
+pub fn find_by_comment_prefix(
+    nl: &Netlink,
+    t: Table<'_>,
+    chain: Option<&str>,
+    prefix: &str,
+) -> Result<Vec<RuleInfo>> {
+    find(nl, t, chain, |r| {
+        r.comment.as_deref().is_some_and(|c| c.starts_with(prefix))
+    })
+}
+
+/// Add the deletion of each of `rules` (listed from `t`) to `tx`.
+pub fn delete_into(tx: &mut Transaction, t: Table<'_>, rules: &[RuleInfo]) {
+    for r in rules {
+        tx.delete_rule(t, &r.chain, r.handle);
+    }
+}
+
+/// Delete `rules` (listed from `t`) in one transaction; none: nothing is
+/// sent.
+pub fn delete(nl: &Netlink, t: Table<'_>, rules: &[RuleInfo]) -> Result<()> {
+    let mut tx = Transaction::new();
+    delete_into(&mut tx, t, rules);
+    Ok(nl.nft_apply(tx)?)
+}
+
+/// The interface name a rule matches with `iifname "<name>"`, if any.
+pub fn iifname_of(r: &RuleInfo) -> Option<String> {
+    r.exprs.windows(2).find_map(|w| match w {
+        [
+            Expr::Meta {
+                key: expr::META_IIFNAME,
+                dreg,
+            },
+            Expr::Cmp {
+                sreg,
+                op: expr::CMP_EQ,
+                data,
+            },
+        ] if dreg == sreg => {
+            let end = data.iter().position(|b| *b == 0).unwrap_or(data.len());
+            String::from_utf8(data[..end].to_vec()).ok()
+        }
+        _ => None,
+    })
+}
+
+/// A failed listing. The kernel answers a dump request without nf_tables
+/// with an errno that can also mean other things, so a failed listing is
+/// checked against the probe before it counts as a failure of a usable
+/// backend.
+fn listing_error(nl: &Netlink, e: cni_net::Error) -> Error {
+    let e = Error::from(e);
+    if e.is_unavailable() {
+        return e;
+    }
+    match crate::select::nftables_usable(nl) {
+        Err(why) => Error::unavailable(Backend::Nftables, why.to_string()),
+        Ok(()) => e,
+    }
+}

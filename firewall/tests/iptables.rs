@@ -1,0 +1,114 @@
+//! Root tests of the iptables transport and the ipmasq iptables rule set,
+//! run in throwaway namespaces (the tools are started from a thread
+//! switched into the namespace, so they act there): the rules are exactly
+//! the reference's, and teardown, GC and CHECK find them without
+//! addresses.
+
+use std::fs::File;
+
+use cni_firewall::ipmasq::{self, Owner};
+use cni_firewall::iptables::{self, Batch, Family};
+use cni_firewall::{Backend, Scope};
+use cni_net::{IpNetwork, Netlink, netns};
+use testsupport::TestNetns;
+
+fn nets(list: &[&str]) -> Vec<IpNetwork> {
+    list.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+/// Run `f` with the calling thread (and the tools it starts) in `ns`.
+fn inside<T>(ns: &TestNetns, f: impl FnOnce(&Netlink) -> T) -> T {
+    let file = File::open(ns.path()).unwrap();
+    let nl = Netlink::in_netns(&file).unwrap();
+    netns::run(&file, || f(&nl)).unwrap()
+}
+
+fn nat(ns: &TestNetns, family: Family) -> String {
+    ns.stdout(&[family.save_tool(), "-t", "nat"])
+}
+
+const OWNER: Owner<'static> = Owner {
+    network: "mq",
+    ifname: "eth0",
+    container_id: "c1",
+};
+
+#[test]
+fn ipmasq_rules_are_the_references_and_go_without_addresses() {
+    let ns = TestNetns::new("fwi");
+    let addrs = nets(&["10.33.0.2/24", "fd40::2/64"]);
+    let ipt = Scope::Only(Backend::Iptables);
+    inside(&ns, |nl| {
+        ipmasq::setup(nl, Backend::Iptables, &addrs, &OWNER)
+            .unwrap()
+            .wait()
+            .unwrap();
+        ipmasq::check(nl, ipt, &addrs, &OWNER).unwrap();
+    });
+    let v4 = nat(&ns, Family::V4);
+    // The lines iptables-save printed for the reference plugin (§5.3).
+    for line in [
+        ":CNI-fb21b640fde7fb73bc20647d - [0:0]",
+        "-A POSTROUTING -s 10.33.0.2/32 -m comment --comment \"name: \\\"mq\\\" id: \\\"c1\\\"\" -j CNI-fb21b640fde7fb73bc20647d",
+        "-A CNI-fb21b640fde7fb73bc20647d -d 10.33.0.0/24 -m comment --comment \"name: \\\"mq\\\" id: \\\"c1\\\"\" -j ACCEPT",
+        "-A CNI-fb21b640fde7fb73bc20647d ! -d 224.0.0.0/4 -m comment --comment \"name: \\\"mq\\\" id: \\\"c1\\\"\" -j MASQUERADE",
+    ] {
+        assert!(v4.lines().any(|l| l == line), "missing {line}\n{v4}");
+    }
+    let v6 = nat(&ns, Family::V6);
+    assert!(v6.contains("-A POSTROUTING -s fd40::2/128"), "{v6}");
+    assert!(v6.contains("! -d ff00::/8"), "{v6}");
+    inside(&ns, |nl| {
+        // CHECK notices a missing jump.
+        let mut b = Batch::new();
+        b.delete_saved(
+            "nat",
+            iptables::save(Family::V4, "nat")
+                .unwrap()
+                .rules("nat", "POSTROUTING")[0],
+        );
+        iptables::restore(Family::V4, &b).unwrap();
+        let e = ipmasq::check(nl, ipt, &addrs, &OWNER).unwrap_err();
+        assert_eq!(e.to_string(), "ip masquerade rule for 10.33.0.2 not found");
+        // Teardown needs no addresses, and runs twice.
+        ipmasq::teardown(nl, ipt, &[], &OWNER).unwrap();
+        ipmasq::teardown(nl, Scope::Every, &[], &OWNER).unwrap();
+    });
+    for f in [Family::V4, Family::V6] {
+        let left = nat(&ns, f);
+        assert!(!left.contains("CNI-") && !left.contains("c1"), "{left}");
+    }
+}
+
+#[test]
+fn gc_removes_chains_of_invalid_attachments_of_the_network() {
+    let ns = TestNetns::new("fwj");
+    let c2 = Owner {
+        container_id: "c2",
+        ..OWNER
+    };
+    let other = Owner {
+        network: "net2",
+        ..OWNER
+    };
+    let ipt = Scope::Only(Backend::Iptables);
+    inside(&ns, |nl| {
+        for (o, a) in [
+            (OWNER, "10.33.0.2/24"),
+            (c2, "10.33.0.3/24"),
+            (other, "10.34.0.2/24"),
+        ] {
+            ipmasq::setup(nl, Backend::Iptables, &nets(&[a]), &o)
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        let valid = [("c2".to_string(), "eth0".to_string())];
+        ipmasq::gc(nl, ipt, "mq", &valid).unwrap();
+        ipmasq::check(nl, ipt, &nets(&["10.33.0.3/24"]), &c2).unwrap();
+        ipmasq::check(nl, ipt, &nets(&["10.34.0.2/24"]), &other).unwrap();
+        assert!(ipmasq::check(nl, ipt, &nets(&["10.33.0.2/24"]), &OWNER).is_err());
+    });
+    let v4 = nat(&ns, Family::V4);
+    assert!(!v4.contains(&ipmasq::iptables_chain("mq", "c1")), "{v4}");
+}
