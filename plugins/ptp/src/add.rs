@@ -17,6 +17,7 @@ use std::fs::File;
 
 use cni_attach::add::{self, Extra, Frame};
 use cni_attach::{host_sysctl, iface, veth};
+use cni_firewall::{Scope, ipmasq};
 use cni_net::{Link, Netlink};
 use skel::CmdArgs;
 use skel::failpoint::hit;
@@ -33,10 +34,11 @@ use crate::p2p;
 struct Masquerade<'a> {
     args: &'a CmdArgs,
     conf: &'a Config,
-    /// Rules were being installed.
-    started: bool,
+    /// Rules were being installed: where to remove them from (every
+    /// backend until the chosen one is known).
+    started: Option<Scope>,
     /// `iptables-restore` still running.
-    pending: Option<masq::Pending>,
+    pending: Option<ipmasq::Pending>,
 }
 
 impl Extra for Masquerade<'_> {
@@ -47,10 +49,10 @@ impl Extra for Masquerade<'_> {
     }
 
     fn undo(&self, host: &Netlink) -> Vec<Error> {
-        if !self.started {
+        let Some(scope) = self.started else {
             return Vec::new();
-        }
-        masq::teardown(self.args, self.conf, host, &[])
+        };
+        masq::teardown(self.args, self.conf, host, scope, &[])
             .err()
             .into_iter()
             .collect()
@@ -77,7 +79,7 @@ pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut masq = Masquerade {
         args,
         conf: &conf,
-        started: false,
+        started: None,
         pending: None,
     };
     add::run("ptp", args, &conf.ipam_type, &mut masq, |frame, masq| {
@@ -157,8 +159,10 @@ fn address(
     }
     hit("ptp/forwarding")?;
     if conf.ip_masq {
-        masq.started = true;
-        masq.pending = Some(masq::setup(args, conf, &links.host, &result)?);
+        masq.started = Some(Scope::Every);
+        let (backend, pending) = masq::setup(args, conf, &links.host, &result)?;
+        masq.started = Some(Scope::Only(backend));
+        masq.pending = Some(pending);
         hit("ptp/masquerade-started")?;
     }
     if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {

@@ -3,18 +3,12 @@
 //! (`skel::gojson`: keys matched case-insensitively, unknown keys ignored,
 //! `null` keeps the default, Go's wording for values of the wrong type).
 
+use cni_firewall::Backend;
 use serde::Deserialize;
 use skel::conf::Ipam;
 use skel::types::{Dns, null_default};
 
 use crate::error::Error;
-
-/// Which firewall interface carries the masquerade rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Nftables,
-    Iptables,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -24,7 +18,8 @@ pub struct Config {
     pub ipam_type: String,
     pub dns: Dns,
     pub ip_masq: bool,
-    /// `None`: chosen by the firewall layer.
+    /// `None`: chosen by `cni-firewall` (iptables when usable, as the
+    /// reference).
     pub ip_masq_backend: Option<Backend>,
     /// MTU of both veth ends; 0 is the kernel default.
     pub mtu: u32,
@@ -54,14 +49,7 @@ impl Config {
     pub fn parse(stdin: &[u8]) -> Result<Config, Error> {
         let nc: NetConf = skel::gojson::unmarshal(stdin)
             .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))?;
-        let ip_masq_backend = match nc.ip_masq_backend.as_deref() {
-            None => None,
-            Some("nftables") => Some(Backend::Nftables),
-            Some("iptables") => Some(Backend::Iptables),
-            Some(other) => {
-                return Err(Error::config(format!("unknown ipmasq backend {other:?}")));
-            }
-        };
+        let ip_masq_backend = cni_firewall::select::parse_ipmasq(nc.ip_masq_backend.as_deref())?;
         // The kernel takes an MTU as 32 bits; Go would wrap a negative one.
         let mtu =
             u32::try_from(nc.mtu).map_err(|_| Error::config(format!("invalid MTU {}", nc.mtu)))?;

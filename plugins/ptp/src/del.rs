@@ -8,6 +8,7 @@
 
 use cni_attach::error::join;
 use cni_attach::teardown;
+use cni_firewall::Scope;
 use cni_net::Netlink;
 use skel::{CmdArgs, Netns};
 
@@ -34,9 +35,10 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         Err(e) => errors.push(e),
     }
     if conf.ip_masq {
+        let scope = Scope::of(conf.ip_masq_backend);
         let removed = Netlink::host()
             .map_err(Error::from)
-            .and_then(|host| masq::teardown(args, &conf, &host, &addrs));
+            .and_then(|host| masq::teardown(args, &conf, &host, scope, &addrs));
         if let Err(e) = removed {
             errors.push(e);
         }

@@ -62,13 +62,38 @@ fn fail_each_step(conf: impl Fn(&PluginHost) -> Value, steps: &[&str]) {
         assert_gone(&h, &c, &cid, step);
         let ok = h.add(&conf, &cid, &c);
         assert_eq!(veths(&h).len(), 1, "{step}");
+        // The probe sees rules when there are some.
+        let masq = conf["ipMasq"] == json!(true);
+        assert_eq!(!rules_of(&h, &cid).is_empty(), masq, "{step}");
         assert_eq!(h.leases().len(), ok["ips"].as_array().unwrap().len());
         h.del(&conf, &cid, c.path());
         assert_gone(&h, &c, &cid, step);
     }
 }
 
+/// [`DUAL_STACK`] with masquerade: its rules are installed right after
+/// forwarding.
+fn masquerade_steps() -> Vec<&'static str> {
+    let mut steps = DUAL_STACK.to_vec();
+    let at = steps.iter().position(|s| *s == "ptp/forwarding").unwrap() + 1;
+    steps.insert(at, "ptp/masquerade-started");
+    steps
+}
+
 #[test]
 fn failed_add_at_each_step_leaves_nothing_dual_stack() {
     fail_each_step(|h| dual_stack(h, json!({})), DUAL_STACK);
+}
+
+#[test]
+fn failed_add_at_each_step_leaves_nothing_masquerade_nftables() {
+    let masq = json!({"ipMasq": true, "ipMasqBackend": "nftables"});
+    fail_each_step(|h| dual_stack(h, masq.clone()), &masquerade_steps());
+}
+
+/// `iptables-restore` runs while the container is configured.
+#[test]
+fn failed_add_at_each_step_leaves_nothing_masquerade_iptables() {
+    let masq = json!({"ipMasq": true, "ipMasqBackend": "iptables"});
+    fail_each_step(|h| dual_stack(h, masq.clone()), &masquerade_steps());
 }

@@ -51,9 +51,14 @@ pub fn veths(h: &PluginHost) -> Vec<String> {
 }
 
 /// Masquerade rules of container `cid` in `h`: nftables rules commented
-/// `…, id: <cid>`, iptables rules commented `id: "<cid>"`.
+/// `…, id: <cid>`, iptables rules commented `id: "<cid>"` and the
+/// container's chain.
 pub fn rules_of(h: &PluginHost, cid: &str) -> Vec<String> {
-    h.rules(&[format!("id: {cid}\"")], &[format!("id: \\\"{cid}\\\"")])
+    let chain = cni_firewall::ipmasq::iptables_chain(&h.net, cid);
+    h.rules(
+        &[format!("id: {cid}\"")],
+        &[format!("id: \\\"{cid}\\\""), chain],
+    )
 }
 
 /// Whether `c` has nothing but `lo`.
