@@ -95,10 +95,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn join_keeps_every_message() {
-        assert_eq!(join(vec![]), Ok(()));
-        let e = join(vec![Error::internal("a"), Error::config("b")]).unwrap_err();
-        assert_eq!(e, Error::internal("a; b"));
+    fn join_keeps_the_first_code() {
+        let e = join(vec![Error::config("a"), Error::internal("b")]).unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (skel::code::INVALID_NETWORK_CONFIG, "a; b")
+        );
+    }
+
+    #[test]
+    fn firewall_errors_are_internal_unless_the_setting_is_invalid() {
+        let invalid = Error::from(cni_firewall::Error::invalid("unknown ipmasq backend \"x\""));
+        assert_eq!(invalid, Error::config("unknown ipmasq backend \"x\""));
+        let failed = Error::from(cni_firewall::Error::failed("set up ip masquerade: boom"));
+        assert_eq!(failed.code, skel::code::INTERNAL);
     }
 
     #[test]
