@@ -4,7 +4,7 @@
 //! container address; and the masquerade rules.
 
 use cni_attach::check;
-use cni_net::{Link, Netlink};
+use cni_net::{IpNetwork, Link, Netlink};
 use skel::CmdArgs;
 use skel::types::{Interface, Result1};
 
@@ -91,20 +91,14 @@ fn host_end(host: &Netlink, cont_link: &Link, prev: &Result1) -> Result<(), Erro
     routes.extend(host.routes(true, Some(port.index), None)?);
     for ip in &prev.ips {
         let Some(gw) = ip.gateway else { continue };
-        if !addrs
-            .iter()
-            .any(|a| a.addr.ip() == gw && a.addr.prefix() == full(gw))
-        {
+        if !addrs.iter().any(|a| a.addr == IpNetwork::from(gw)) {
             return Err(Error::internal(format!(
                 "ptp: host interface {} lacks the gateway address {gw}",
                 port.name
             )));
         }
         let addr = ip.address.ip();
-        if !routes
-            .iter()
-            .any(|r| r.dst.ip() == addr && r.dst.prefix() == full(addr))
-        {
+        if !routes.iter().any(|r| r.dst == IpNetwork::from(addr)) {
             return Err(Error::internal(format!(
                 "ptp: no route on the host to {addr} through {}",
                 port.name
@@ -112,9 +106,4 @@ fn host_end(host: &Netlink, cont_link: &Link, prev: &Result1) -> Result<(), Erro
         }
     }
     Ok(())
-}
-
-/// The prefix length of a single address of `ip`'s family.
-fn full(ip: std::net::IpAddr) -> u8 {
-    if ip.is_ipv4() { 32 } else { 128 }
 }
