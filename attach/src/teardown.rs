@@ -7,7 +7,10 @@ use cni_net::{IpNetwork, Netlink};
 use crate::error::Error;
 
 /// Delete `ifname` in the namespace `ns`, returning its global addresses;
-/// a missing link is success.
+/// a missing link is success. Returns once the kernel has unregistered the
+/// link (and a veth's peer); its final wait for the link's references, most
+/// of a veth deletion, is left to a child process
+/// ([`Netlink::delete_link_detached`]).
 pub fn delete_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
     let cont = Netlink::in_netns(ns)?;
     let Some(link) = cont.find_link(ifname)? else {
@@ -19,7 +22,7 @@ pub fn delete_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<IpNetwork>, E
         .filter(|a| a.scope == 0)
         .map(|a| a.addr)
         .collect();
-    match cont.delete_link(&link) {
+    match cont.delete_link_detached(&link) {
         Ok(()) => Ok(addrs),
         Err(e) if e.is_not_found() => Ok(addrs),
         Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),

@@ -83,6 +83,33 @@ fn del_is_idempotent_also_without_the_namespace() {
     assert!(eventually(|| veths(&h).is_empty()), "{:?}", veths(&h));
 }
 
+/// A failing IPAM DEL does not stop DEL: the interface and the masquerade
+/// rules go, and the error is reported (the reference stops at it).
+#[test]
+fn del_goes_on_when_ipam_fails() {
+    let h = host("di");
+    let conf = conf(&h, "1.0.0", &["10.240.51.0/24"], json!({"ipMasq": true}));
+    let c = TestNetns::new("dic");
+    h.add(&conf, "c1", &c);
+    assert!(!rules_of(&h, "c1").is_empty());
+    let mut broken = conf.clone();
+    broken["ipam"]["type"] = json!("cnirs-none");
+    let e = h.call("DEL", &broken, "c1", c.path(), "eth0").err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed to find plugin"),
+        "{e}"
+    );
+    assert!(is_empty(&c) && veths(&h).is_empty());
+    assert!(rules_of(&h, "c1").is_empty(), "{:#?}", rules_of(&h, "c1"));
+    // The lease is still there; a DEL with the right IPAM releases it.
+    assert_eq!(h.leases().len(), 1);
+    h.del(&conf, "c1", c.path());
+    assert!(h.leases().is_empty());
+}
+
 /// A /30 holds one address besides its gateway: the second ADD's IPAM
 /// fails, and leaves no veth, no lease and nothing in the container.
 #[test]
