@@ -21,7 +21,7 @@ pub struct HostLocal;
 
 impl Plugin for HostLocal {
     fn about(&self) -> String {
-        format!("CNI host-local plugin {}", env!("CARGO_PKG_VERSION"))
+        skel::about("host-local")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

@@ -31,7 +31,7 @@ impl skel::Plugin for Bridge {
     const USES_NETNS: bool = true;
 
     fn about(&self) -> String {
-        format!("CNI bridge plugin v{}", env!("CARGO_PKG_VERSION"))
+        skel::about("bridge")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {
