@@ -12,7 +12,7 @@ pub type Command = fn(&CmdArgs) -> Result<(), Error>;
 
 /// A main plugin: `skel::main(&PLUGIN)` with a `const PLUGIN: Main`.
 pub struct Main {
-    /// `bridge`, `ptp`: the about text is `CNI <name> plugin v<version>`.
+    /// `bridge`, `ptp`: in the about text ([`skel::about`]).
     pub name: &'static str,
     pub add: fn(&CmdArgs) -> Result<Result1, Error>,
     pub del: Command,
@@ -30,7 +30,7 @@ impl skel::Plugin for Main {
     const USES_NETNS: bool = true;
 
     fn about(&self) -> String {
-        format!("CNI {} plugin v{}", self.name, env!("CARGO_PKG_VERSION"))
+        skel::about(self.name)
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

@@ -530,6 +530,22 @@ pub fn validate_ifname(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The release of the reference plugins whose behaviour this suite
+/// matches. It leads every plugin's version: tools decide what a plugin
+/// can do from it (nerdctl enables the firewall plugin's `isolated`
+/// ingress policy only for `v1.7.1` or later).
+pub const REFERENCE_VERSION: &str = "1.9.1";
+
+/// A plugin's about text, `CNI <name> plugin v<reference>+cni-rs.<ours>`:
+/// the reference release it stands in for, with this suite's own version
+/// as semver build metadata, which orders like the bare reference version.
+pub fn about(name: &str) -> String {
+    format!(
+        "CNI {name} plugin v{REFERENCE_VERSION}+cni-rs.{}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// Go's lowercase errno wording (`no such file or directory`).
 pub fn errno_text(e: nix::errno::Errno) -> String {
     match e {

@@ -513,7 +513,8 @@ impl CniResult {
         };
         let family = version::family(&label)
             .ok_or_else(|| Error::internal(format!("unsupported CNI result version {label:?}")))?;
-        let decode_err = |e: serde_json::Error| {
+        // Go decodes results like any JSON: keys match case-insensitively.
+        let decode_err = |e: crate::gojson::DecodeError| {
             Error::new(
                 crate::error::code::DECODING_FAILURE,
                 format!("failed to decode result: {e}"),
@@ -526,17 +527,17 @@ impl CniResult {
         };
         Ok(match family {
             Family::V02 => {
-                let mut r: Result02 = Result02::deserialize(json).map_err(decode_err)?;
+                let mut r: Result02 = crate::gojson::from_value(json).map_err(decode_err)?;
                 r.cni_version = label;
                 CniResult::V02(r)
             }
             Family::V04 => {
-                let mut r: Result04 = Result04::deserialize(json).map_err(decode_err)?;
+                let mut r: Result04 = crate::gojson::from_value(json).map_err(decode_err)?;
                 r.cni_version = label;
                 CniResult::V04(r)
             }
             Family::V1 => {
-                let mut r: Result1 = Result1::deserialize(json).map_err(decode_err)?;
+                let mut r: Result1 = crate::gojson::from_value(json).map_err(decode_err)?;
                 r.cni_version = label;
                 CniResult::V1(r)
             }

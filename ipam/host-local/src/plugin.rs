@@ -4,7 +4,6 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
-use serde_json::Value;
 use skel::types::{Cidr, Dns, IpConfig, Result1};
 use skel::{CmdArgs, Outcome, Plugin, Reply};
 
@@ -21,7 +20,7 @@ pub struct HostLocal;
 
 impl Plugin for HostLocal {
     fn about(&self) -> String {
-        format!("CNI host-local plugin {}", env!("CARGO_PKG_VERSION"))
+        skel::about("host-local")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {
@@ -200,44 +199,11 @@ fn check(args: &CmdArgs) -> Result<Reply, Error> {
     Ok(Reply::None)
 }
 
-/// The attachments a runtime still uses, from `cni.dev/valid-attachments`
-/// (or the older `cni.dev/attachments`). `None` when neither key is there.
-fn valid_attachments(stdin: &[u8]) -> Result<Option<Vec<(String, String)>>, Error> {
-    let root: Value = serde_json::from_slice(stdin)
-        .map_err(|e| Error::config(format!("failed to load netconf: {e}")))?;
-    let Some(list) = ["cni.dev/valid-attachments", "cni.dev/attachments"]
-        .iter()
-        .find_map(|k| root.get(*k))
-    else {
-        return Ok(None);
-    };
-    let mut out = Vec::new();
-    let items = match list {
-        Value::Null => &[][..],
-        Value::Array(items) => items.as_slice(),
-        other => {
-            return Err(Error::config(format!(
-                "gc: cni.dev/valid-attachments must be a list, not {other}"
-            )));
-        }
-    };
-    for item in items {
-        let get = |k: &str| {
-            item.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        out.push((get("containerID"), get("ifname")));
-    }
-    Ok(Some(out))
-}
-
 /// Release every lease not owned by a valid attachment. A lease written
 /// before ifnames were recorded is kept when its container ID is valid.
 fn gc(args: &CmdArgs) -> Result<Reply, Error> {
     let conf = IpamConfig::load(&args.stdin, &args.args)?;
-    let Some(valid) = valid_attachments(&args.stdin)? else {
+    let Some(valid) = skel::conf::valid_attachments(&args.stdin).map_err(Error::Cni)? else {
         eprintln!(
             "host-local: GC of network {} without cni.dev/valid-attachments: releasing nothing",
             conf.name

@@ -12,7 +12,7 @@ pub struct Static;
 
 impl Plugin for Static {
     fn about(&self) -> String {
-        format!("CNI static plugin {}", env!("CARGO_PKG_VERSION"))
+        skel::about("static")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

@@ -36,7 +36,7 @@ impl skel::Plugin for Bandwidth {
     const USES_NETNS: bool = true;
 
     fn about(&self) -> String {
-        format!("CNI bandwidth plugin v{}", env!("CARGO_PKG_VERSION"))
+        skel::about("bandwidth")
     }
 
     /// 0.3.0 and later, as the reference (`VersionsStartingFrom("0.3.0")`).

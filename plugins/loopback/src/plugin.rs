@@ -14,7 +14,7 @@ impl skel::Plugin for Loopback {
     const USES_NETNS: bool = true;
 
     fn about(&self) -> String {
-        concat!("CNI loopback plugin v", env!("CARGO_PKG_VERSION")).to_string()
+        skel::about("loopback")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

@@ -274,10 +274,9 @@ fn status_gc_and_version() {
     let about = Call::new("").run(bin());
     assert_eq!(about.code, 0);
     assert!(
-        about.stderr.starts_with(&format!(
-            "CNI loopback plugin v{}",
-            env!("CARGO_PKG_VERSION")
-        )),
+        about
+            .stderr
+            .starts_with(&format!("{}\n", skel::about("loopback"))),
         "{}",
         about.stderr
     );

@@ -36,7 +36,7 @@ impl Plugin for Tuning {
     const USES_NETNS: bool = true;
 
     fn about(&self) -> String {
-        format!("CNI tuning plugin {}", env!("CARGO_PKG_VERSION"))
+        skel::about("tuning")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

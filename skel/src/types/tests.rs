@@ -274,3 +274,28 @@ fn ipv6_is_printed_in_rfc5952_form() {
     assert_eq!(out["ips"][0]["address"], "fd40::1/64");
     assert_eq!(out["ips"][0]["gateway"], "fd40::1");
 }
+
+/// Go decodes a `prevResult` or an IPAM result with its usual key folding:
+/// `IPs`, `Address` and `Interfaces` are the keys of `ips`, `address` and
+/// `interfaces`.
+#[test]
+fn result_keys_match_case_insensitively_as_go() {
+    let go_cased = json!({
+        "CNIVersion": "1.0.0",
+        "Interfaces": [{"Name": "eth0", "MAC": "3a:bf:86:bb:81:8b", "Sandbox": "/var/run/netns/x"}],
+        "IPs": [{"Address": "10.22.0.2/24", "Gateway": "10.22.0.1", "Interface": 0}],
+        "Routes": [{"Dst": "0.0.0.0/0"}],
+        "DNS": {"Nameservers": ["10.22.0.53"]}
+    });
+    let want = json!({
+        "cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "mac": "3a:bf:86:bb:81:8b", "sandbox": "/var/run/netns/x"}],
+        "ips": [{"address": "10.22.0.2/24", "gateway": "10.22.0.1", "interface": 0}],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dns": {"nameservers": ["10.22.0.53"]}
+    });
+    assert_eq!(
+        CniResult::parse(&go_cased, "1.0.0").unwrap().to_value(),
+        parse(want.clone()).to_value()
+    );
+}
