@@ -307,3 +307,18 @@ fn status_and_gc_go_to_ipam() {
     h.del(&conf, "c1", c1.path());
     h.del(&conf, "c2", c2.path());
 }
+
+/// Without `CNI_COMMAND`: the about text on stderr, exit 0; VERSION lists
+/// every spec version.
+#[test]
+fn about_and_version() {
+    let out = std::process::Command::new(bin()).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.starts_with("CNI ptp plugin v1.9.1+cni-rs."), "{text}");
+    let v = testsupport::Call::new("VERSION")
+        .stdin("{}")
+        .run(bin())
+        .ok();
+    assert_eq!(v["supportedVersions"].as_array().unwrap().len(), 7, "{v}");
+}
