@@ -28,9 +28,19 @@ impl AddrFlags {
     pub const DADFAILED: AddrFlags = AddrFlags(0x08);
     pub const TENTATIVE: AddrFlags = AddrFlags(0x40);
     pub const PERMANENT: AddrFlags = AddrFlags(0x80);
+    /// No prefix route for the address's subnet (Linux 3.14 IPv6, 4.4
+    /// IPv4); only carried in `IFA_FLAGS`.
+    pub const NOPREFIXROUTE: AddrFlags = AddrFlags(0x200);
 
     pub fn contains(self, other: AddrFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for AddrFlags {
+    type Output = AddrFlags;
+    fn bitor(self, other: AddrFlags) -> AddrFlags {
+        AddrFlags(self.0 | other.0)
     }
 }
 
@@ -126,29 +136,44 @@ fn message(kind: u16, flags: u16, link: &Link, addr: IpNetwork, ifa_flags: u8) -
     m
 }
 
-/// `RTM_NEWADDR` for `addr` on `link`; `nodad` sets `IFA_F_NODAD`.
-pub(crate) fn add_message(link: &Link, addr: IpNetwork, nodad: bool) -> Msg {
-    let flags = if nodad { AddrFlags::NODAD.0 } else { 0 };
+/// `RTM_NEWADDR` for `addr` on `link` with `flags` (`IFA_F_*`): the low
+/// eight bits in the header, all of them in `IFA_FLAGS` when any is set.
+pub(crate) fn add_message(link: &Link, addr: IpNetwork, flags: AddrFlags) -> Msg {
     let mut m = message(
         RTM_NEWADDR,
         NLM_F_CREATE | NLM_F_EXCL,
         link,
         addr,
-        flags as u8,
+        (flags.0 & 0xff) as u8,
     );
-    if nodad {
-        m.u32(IFA_FLAGS, flags);
+    if flags.0 != 0 {
+        m.u32(IFA_FLAGS, flags.0);
     }
     m
+}
+
+/// [`AddrFlags::NODAD`] when `nodad`, else none.
+pub(crate) fn nodad_flags(nodad: bool) -> AddrFlags {
+    if nodad {
+        AddrFlags::NODAD
+    } else {
+        AddrFlags::default()
+    }
 }
 
 impl Netlink {
     /// Add `addr` to `link`; `EEXIST` when it is already there. `nodad`
     /// skips IPv6 duplicate address detection (`IFA_F_NODAD`).
     pub fn add_addr(&self, link: &Link, addr: IpNetwork, nodad: bool) -> Result<()> {
+        self.add_addr_with(link, addr, nodad_flags(nodad))
+    }
+
+    /// Add `addr` to `link` with `flags` (`IFA_F_*`, e.g.
+    /// [`AddrFlags::NODAD`] | [`AddrFlags::NOPREFIXROUTE`]).
+    pub fn add_addr_with(&self, link: &Link, addr: IpNetwork, flags: AddrFlags) -> Result<()> {
         self.request(
             &format!("add address {addr} to {}", link.name),
-            add_message(link, addr, nodad),
+            add_message(link, addr, flags),
         )
         .map(drop)
     }

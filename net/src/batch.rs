@@ -2,6 +2,7 @@
 
 use ipnetwork::IpNetwork;
 
+use crate::addr::AddrFlags;
 use crate::error::Error;
 use crate::link::{Link, RTM_SETLINK, ifinfo};
 use crate::netlink::{Msg, Netlink};
@@ -26,9 +27,14 @@ impl Batch {
 
     /// Add `addr` to `link` (see [`Netlink::add_addr`]).
     pub fn add_addr(&mut self, link: &Link, addr: IpNetwork, nodad: bool) -> &mut Batch {
+        self.add_addr_with(link, addr, crate::addr::nodad_flags(nodad))
+    }
+
+    /// Add `addr` to `link` with `flags` (see [`Netlink::add_addr_with`]).
+    pub fn add_addr_with(&mut self, link: &Link, addr: IpNetwork, flags: AddrFlags) -> &mut Batch {
         self.reqs.push((
             format!("add address {addr} to {}", link.name),
-            crate::addr::add_message(link, addr, nodad),
+            crate::addr::add_message(link, addr, flags),
         ));
         self
     }

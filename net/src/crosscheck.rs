@@ -144,12 +144,16 @@ fn exercise(host: &Netlink, peer_ns: &File) {
     for a in ["10.240.9.1/24", "fd40:9::1/64"] {
         host.add_addr(&br, a.parse().unwrap(), true).unwrap();
     }
+    let noprefix = crate::AddrFlags::NODAD | crate::AddrFlags::NOPREFIXROUTE;
+    host.add_addr_with(&br, "10.240.8.1/24".parse().unwrap(), noprefix)
+        .unwrap();
     host.addrs(Some(&br)).unwrap();
     host.addrs_of_family(None, true).unwrap();
     let mut r = RouteSpec::new("10.240.10.0/24".parse().unwrap());
     r.gw = Some("10.240.9.2".parse().unwrap());
     r.oif = Some(br.index);
     r.priority = Some(7);
+    r.src = Some("10.240.9.1".parse().unwrap());
     host.add_route(&r).unwrap();
     host.routes(false, Some(br.index), None).unwrap();
     host.routes(true, None, None).unwrap();
@@ -388,7 +392,7 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
     assert_eq!(ours.kind, u8::from(r.header.kind));
     assert_eq!(ours.protocol, u8::from(r.header.protocol));
     let mut table = u32::from(r.header.table);
-    let (mut dst, mut gw, mut oif, mut prio) = (None, None, None, None);
+    let (mut dst, mut gw, mut oif, mut prio, mut src) = (None, None, None, None, None);
     for a in &r.attributes {
         match a {
             RouteAttribute::Destination(d) => dst = route_ip(d),
@@ -396,11 +400,13 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
             RouteAttribute::Oif(o) => oif = Some(*o),
             RouteAttribute::Priority(p) => prio = Some(*p),
             RouteAttribute::Table(t) => table = *t,
+            RouteAttribute::PrefSource(s) => src = route_ip(s),
             _ => {}
         }
     }
     assert_eq!(ours.table, table);
     assert_eq!((ours.gw, ours.oif, ours.priority), (gw, oif, prio));
+    assert_eq!(ours.src, src);
     if let Some(d) = dst {
         assert_eq!(ours.dst, IpNetwork::new(d, ours.dst.prefix()).unwrap());
     }

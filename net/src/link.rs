@@ -413,6 +413,51 @@ impl Netlink {
         .map(drop)
     }
 
+    /// Delete `link` and return once the kernel has unregistered it: gone
+    /// from the namespace with its addresses, routes and neighbours (and a
+    /// veth's peer with it). Most of a deletion comes after that: the
+    /// kernel waits for the link's last references in an RCU barrier, 10
+    /// to 25 ms on a two-CPU machine, while the deleting process waits.
+    /// That wait is left to a child process that sends the deletion and
+    /// then ends, reaped by whoever inherits it (as for the netfilter
+    /// socket, see [`Netlink`]). We watch the link disappear, then make a
+    /// request that needs the RTNL lock, which the kernel holds until the
+    /// unregistration is complete. Without a child the deletion is made
+    /// here, in full. Success means the link is gone, whoever removed it;
+    /// the child's error when the kernel refused to.
+    pub fn delete_link_detached(&self, link: &Link) -> Result<()> {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let op = format!("delete link {}", link.name);
+        let message = || Msg::new(RTM_DELLINK, 0, &ifinfo(0, link.index, 0, 0));
+        let Some(child) = self.request_detached(message())? else {
+            return self.delete_link(link);
+        };
+        let mut pause = std::time::Duration::from_micros(20);
+        loop {
+            // The child's answer, when it came before the link went.
+            match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, 0)) => return Ok(()),
+                Ok(WaitStatus::Exited(_, code)) => {
+                    return Err(Error::errno(op, nix::errno::Errno::from_raw(code)));
+                }
+                Ok(WaitStatus::StillAlive) => {}
+                Ok(_) | Err(_) => return self.delete_link(link),
+            }
+            match self.link_by_index(link.index) {
+                Err(e) if e.is_not_found() => break,
+                Err(e) => return Err(e),
+                Ok(_) => std::thread::sleep(pause),
+            }
+            pause = (pause * 2).min(std::time::Duration::from_millis(1));
+        }
+        // A change with nothing to change: it returns once RTNL is free.
+        // Should the index be taken again by then, that link is untouched.
+        match self.request(&op, by_index(link.index)) {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Create a bridge. An existing link of that name gives `EEXIST`
     /// ([`Error::is_exists`]), so concurrent creators can all treat that as
     /// success (after checking the kind).

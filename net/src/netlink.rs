@@ -286,6 +286,45 @@ unsafe fn hold_until_closed(keep: i32, gate: i32) -> ! {
     }
 }
 
+/// In a freshly forked child holding only the socket `sock`: send the
+/// sealed request `msg` (which asks for an ack), read the answer and exit
+/// with the errno the kernel answered, 0 for success (255: no answer).
+///
+/// # Safety
+///
+/// Call only in a freshly forked child: every other descriptor is closed,
+/// and `msg` must stay valid (the parent's memory, copied by the fork).
+unsafe fn request_and_exit(sock: i32, msg: &[u8]) -> ! {
+    use nix::libc;
+    // SAFETY: see the function's contract; only async-signal-safe calls
+    // on a stack buffer.
+    unsafe {
+        if sock > 0 {
+            libc::close_range(0, sock as u32 - 1, 0);
+        }
+        libc::close_range(sock as u32 + 1, u32::MAX, 0);
+        while libc::send(sock, msg.as_ptr().cast(), msg.len(), 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                libc::_exit(255);
+            }
+        }
+        let mut buf = [0u8; 512];
+        let n = loop {
+            let n = libc::recv(sock, buf.as_mut_ptr().cast(), buf.len(), 0);
+            if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                break n;
+            }
+        };
+        // nlmsghdr (16 bytes), then the negated errno of an NLMSG_ERROR.
+        let kind = u16::from_ne_bytes([buf[4], buf[5]]);
+        if n < 20 || kind != NLMSG_ERROR {
+            libc::_exit(255);
+        }
+        let errno = i32::from_ne_bytes([buf[16], buf[17], buf[18], buf[19]]);
+        libc::_exit(errno.unsigned_abs().min(255) as i32)
+    }
+}
+
 /// One netlink socket of one protocol, bound to the namespace it was
 /// opened in: sequence numbers, the receive buffer and the request loop.
 #[derive(Debug)]
@@ -368,6 +407,37 @@ impl Netlink {
             None => open()?,
         };
         Ok(self.netfilter.get_or_init(|| conn))
+    }
+
+    /// Send the rtnetlink request `msg` from a child process on a socket
+    /// of its own in this handle's namespace, without waiting for it;
+    /// `None` when no child could be made. The child exits with the
+    /// errno of the answer (0: success).
+    pub(crate) fn request_detached(&self, mut msg: Msg) -> Result<Option<nix::unistd::Pid>> {
+        let conn = match &self.netns {
+            Some(ns) => netns::run(ns, || Conn::open(NETLINK_ROUTE))??,
+            None if netns::switched() => {
+                return Err(Error::other(
+                    "open netlink socket",
+                    "connection of the thread's own namespace used inside another",
+                ));
+            }
+            None => Conn::open(NETLINK_ROUTE)?,
+        };
+        msg.seal(1);
+        let sock = std::os::fd::AsRawFd::as_raw_fd(&conn.sock);
+        // SAFETY: the child only makes async-signal-safe calls (close,
+        // send, recv, _exit) on memory the fork copied, so forking a
+        // process that may have other threads (a test harness) is sound.
+        let child = match unsafe { nix::unistd::fork() } {
+            // SAFETY: plain syscalls on a descriptor number and the sealed
+            // message; the child owns no Rust object that would use them.
+            Ok(nix::unistd::ForkResult::Child) => unsafe { request_and_exit(sock, &msg.buf) },
+            Ok(nix::unistd::ForkResult::Parent { child }) => Some(child),
+            Err(_) => None,
+        };
+        drop(conn);
+        Ok(child)
     }
 
     /// Send one rtnetlink request and collect the bodies (family header

@@ -14,6 +14,7 @@ const RTM_GETROUTE: u16 = 26;
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 const RTA_GATEWAY: u16 = 5;
+const RTA_PREFSRC: u16 = 7;
 const RTA_PRIORITY: u16 = 6;
 const RTA_TABLE: u16 = 15;
 const RTPROT_BOOT: u8 = 3;
@@ -41,6 +42,8 @@ pub struct RouteSpec {
     pub table: Option<u32>,
     /// Scope; universe when `None` (on delete: any).
     pub scope: Option<u8>,
+    /// Preferred source address (`RTA_PREFSRC`, `ip route ... src`).
+    pub src: Option<IpAddr>,
 }
 
 impl RouteSpec {
@@ -52,6 +55,7 @@ impl RouteSpec {
             priority: None,
             table: None,
             scope: None,
+            src: None,
         }
     }
 
@@ -63,6 +67,9 @@ impl RouteSpec {
         }
         if let Some(oif) = self.oif {
             s.push_str(&format!(" dev {oif}"));
+        }
+        if let Some(src) = self.src {
+            s.push_str(&format!(" src {src}"));
         }
         if let Some(p) = self.priority {
             s.push_str(&format!(" metric {p}"));
@@ -102,6 +109,9 @@ impl RouteSpec {
         if let Some(p) = self.priority {
             m.u32(RTA_PRIORITY, p);
         }
+        if let Some(src) = self.src {
+            m.attr(RTA_PREFSRC, &ip_bytes(&src));
+        }
         m
     }
 
@@ -121,6 +131,8 @@ pub struct RouteInfo {
     pub priority: Option<u32>,
     pub table: u32,
     pub scope: u8,
+    /// Preferred source address.
+    pub src: Option<IpAddr>,
     /// `RTN_*` (1 unicast, 2 local, 3 broadcast, ...).
     pub kind: u8,
     /// `RTPROT_*` (2 kernel, 3 boot, ...).
@@ -135,6 +147,7 @@ impl RouteInfo {
         let mut gw = None;
         let mut oif = None;
         let mut priority = None;
+        let mut src = None;
         let mut table = u32::from(*b.get(4)?);
         for (kind, d) in attrs(b.get(12..)?) {
             match kind {
@@ -142,6 +155,7 @@ impl RouteInfo {
                 RTA_GATEWAY => gw = ip_of(family, d),
                 RTA_OIF => oif = u32_of(d),
                 RTA_PRIORITY => priority = u32_of(d),
+                RTA_PREFSRC => src = ip_of(family, d),
                 RTA_TABLE => table = u32_of(d)?,
                 _ => {}
             }
@@ -158,6 +172,7 @@ impl RouteInfo {
             priority,
             table,
             scope: *b.get(6)?,
+            src,
             kind: *b.get(7)?,
             protocol: *b.get(5)?,
         })

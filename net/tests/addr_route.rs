@@ -4,7 +4,7 @@ use std::fs::File;
 use std::net::IpAddr;
 
 use cni_net::route::TABLE_MAIN;
-use cni_net::{IpNetwork, Link, Netlink, RouteSpec, VethPair};
+use cni_net::{AddrFlags, IpNetwork, Link, Netlink, RouteSpec, VethPair};
 use testsupport::{TestNetns, unique_name};
 
 fn open(ns: &TestNetns) -> File {
@@ -157,6 +157,48 @@ fn ipv6_route() {
     let routes = nl.routes(true, Some(l.index), None).unwrap();
     assert!(routes.iter().any(|x| x.dst == r.dst && x.gw == r.gw));
     nl.delete_route(&r).unwrap();
+}
+
+/// `NOPREFIXROUTE` keeps the kernel from adding the subnet route of an
+/// address (both families); a route's preferred source is set and listed.
+#[test]
+fn address_without_prefix_route_and_route_source() {
+    let (a, b) = (TestNetns::new("npa"), TestNetns::new("npb"));
+    let (nl, l) = pair(&a, &b);
+    let flags = AddrFlags::NODAD | AddrFlags::NOPREFIXROUTE;
+    let mut batch = cni_net::Batch::new();
+    batch
+        .add_addr_with(&l, net("10.240.13.2/24"), flags)
+        .add_addr_with(&l, net("fd40:13::2/64"), flags);
+    nl.run_batch(batch).unwrap();
+    for (ipv6, subnet) in [(false, "10.240.13.0/24"), (true, "fd40:13::/64")] {
+        let routes = nl.routes(ipv6, Some(l.index), Some(TABLE_MAIN)).unwrap();
+        assert!(routes.iter().all(|r| r.dst != net(subnet)), "{routes:?}");
+    }
+    let listed = nl.addrs(Some(&l)).unwrap();
+    for a in ["10.240.13.2/24", "fd40:13::2/64"] {
+        let got = listed.iter().find(|x| x.addr == net(a)).expect(a);
+        assert!(got.flags.contains(AddrFlags::NOPREFIXROUTE), "{got:?}");
+    }
+
+    for (gw, src, dst) in [
+        ("10.240.13.1", "10.240.13.2", "10.240.13.1/32"),
+        ("fd40:13::1", "fd40:13::2", "fd40:13::1/128"),
+    ] {
+        let mut host = RouteSpec::new(net(dst));
+        host.oif = Some(l.index);
+        host.scope = Some(cni_net::route::SCOPE_LINK);
+        host.src = Some(src.parse().unwrap());
+        nl.add_route(&host).unwrap();
+        let routes = nl.routes(gw.contains(':'), Some(l.index), None).unwrap();
+        let got = routes.iter().find(|r| r.dst == net(dst)).expect(dst);
+        assert_eq!(got.src, host.src, "{got:?}");
+    }
+    let shown = a.stdout(&["ip", "route", "show", "dev", l.name.as_str()]);
+    assert!(
+        shown.contains("10.240.13.1 scope link src 10.240.13.2"),
+        "{shown}"
+    );
 }
 
 /// `create_veth_pair_up` returns the host end up, as the kernel reports it,

@@ -252,3 +252,50 @@ fn allmulticast_and_txqueuelen_are_set_as_iproute2_reads_them() {
     assert_eq!(nl.link_by_index(br.index).unwrap().txqlen, 0);
     nl.delete_link(&br).unwrap();
 }
+
+/// A detached deletion returns once the pair is unregistered: both ends,
+/// the host end's address and routes are gone at once, and the child that
+/// made the deletion ends with success. A link the kernel refuses to
+/// delete (`lo`) gives the child's error.
+#[test]
+fn detached_deletion_returns_with_the_link_gone() {
+    let (a, b) = (TestNetns::new("dda"), TestNetns::new("ddb"));
+    let host = Netlink::in_netns(&open(&a)).unwrap();
+    let cont = Netlink::in_netns(&open(&b)).unwrap();
+    let name = unique_name("veth");
+    let port = host
+        .create_veth_pair_up(&VethPair {
+            host_name: &name,
+            container_name: "eth0",
+            container_ns: &open(&b),
+            container_mac: None,
+            mtu: None,
+            host_master: None,
+        })
+        .unwrap();
+    a.exec(&["ip", "addr", "add", "10.240.14.1/32", "dev", &name]);
+    a.exec(&[
+        "ip",
+        "route",
+        "add",
+        "10.240.14.2/32",
+        "dev",
+        &name,
+        "scope",
+        "host",
+    ]);
+    let eth0 = cont.link_by_name("eth0").unwrap();
+
+    cont.delete_link_detached(&eth0).unwrap();
+    assert!(cont.find_link("eth0").unwrap().is_none());
+    assert!(host.find_link(&name).unwrap().is_none());
+    assert!(host.link_by_index(port.index).unwrap_err().is_not_found());
+    let routes = a.stdout(&["ip", "route", "show", "table", "all"]);
+    assert!(!routes.contains("10.240.14."), "{routes}");
+
+    let lo = cont.link_by_name("lo").unwrap();
+    let e = cont.delete_link_detached(&lo).unwrap_err();
+    assert_eq!(e.code(), Some(cni_net::Errno::EOPNOTSUPP), "{e}");
+    assert_eq!(e.to_string(), "delete link lo: operation not supported");
+    assert!(cont.find_link("lo").unwrap().is_some());
+}

@@ -5,10 +5,18 @@
 //!
 //! Every object created here carries the `cnirs` prefix plus the test's pid
 //! and a counter, so parallel tests and parallel runs never collide.
+//!
+//! [`PluginHost`] is a plugin's throwaway "host" namespace with its
+//! `CNI_PATH` and IPAM data, and the helpers the root tests of the main
+//! plugins share (ping, links, firewall rules, an "outside" namespace).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod host;
+
+pub use host::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -145,6 +153,24 @@ impl TestNetns {
         let ok = self.exec_output(&add).status.success();
         self.exec_output(&["ip", "link", "delete", &probe]);
         ok
+    }
+
+    /// Run `f` inside the namespace, on a thread of its own (`setns`
+    /// moves only the calling thread), and return what it returns. Sockets
+    /// created there stay in the namespace, so a test can make a socket in
+    /// a container and use it from its own thread.
+    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let ns =
+            std::fs::File::open(&self.path).unwrap_or_else(|e| panic!("open {}: {e}", self.path));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .unwrap_or_else(|e| panic!("setns {}: {e}", self.path));
+                f()
+            })
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        })
     }
 
     /// `nft -f` of `text` inside the namespace: the oracle of the

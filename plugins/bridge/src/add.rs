@@ -11,13 +11,15 @@
 //! 4. `finish`: `iptables-restore` awaited, host port up, the result.
 //!
 //! Unlike the reference, a failed ADD undoes what it did: the veth pair,
-//! the IPAM addresses and the firewall rules (see `Undo`). Every side
+//! the IPAM addresses (`cni_attach::add`) and the firewall rules. Every side
 //! effect is followed by a `skel::failpoint`, so a test can fail each step
 //! in turn and check that nothing is left.
 
 use std::fs::File;
 use std::net::IpAddr;
 
+use cni_attach::add::{self, Extra, Frame};
+use cni_attach::{host_sysctl, iface, veth};
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Backend, Scope, System, select, spoofchk};
 use cni_net::nftables::Transaction;
@@ -27,35 +29,24 @@ use skel::failpoint::hit;
 use skel::types::{Cidr, Interface, Result1, Route};
 
 use crate::bridge;
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::container;
 use crate::error::Error;
 
-/// What a failed ADD removes. What it shares with other attachments stays:
-/// the bridge (also one this ADD created: a concurrent ADD may already use
-/// it), the bridge's gateway addresses and VLAN interface, and forwarding,
-/// as in the reference.
-#[derive(Default)]
-struct Undo {
-    /// The host end of the veth pair, by its (random, our own) name:
-    /// deleting it removes the container end too, whatever that is called
-    /// by now and whether or not the container's namespace is still there.
-    veth: Option<String>,
-    /// IPAM ADD was started: IPAM DEL releases whatever it took.
-    ipam: bool,
+/// The bridge's own part of a failed ADD: its firewall rules. The frame
+/// (`cni_attach::add`) undoes the veth pair and IPAM. What the attachment
+/// shares with others stays: the bridge (also one this ADD created: a
+/// concurrent ADD may already use it), the bridge's gateway addresses and
+/// VLAN interface, and forwarding, as in the reference.
+struct Firewall<'a> {
+    args: &'a CmdArgs,
+    conf: &'a Config,
     /// Masquerade rules were being installed, with this backend, for
     /// these addresses.
     masq: Option<(Backend, Vec<IpNetwork>)>,
     spoofchk: bool,
-}
-
-/// Helper processes running while ADD goes on. A failed ADD waits for them
-/// before it undoes anything, so the undo follows their work.
-#[derive(Default)]
-struct Pending {
-    ipam: Option<skel::invoke::Running>,
     /// `iptables-restore` runs of the masquerade rules.
-    firewall: Option<ipmasq::Pending>,
+    pending: Option<ipmasq::Pending>,
 }
 
 /// The attachment's links as phase 1 leaves them.
@@ -74,78 +65,55 @@ struct Links<'a> {
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut conf = Config::parse(&args.stdin, &args.args)?;
     conf.validate_for_add()?;
-    config::check_ifname(&args.ifname)?;
+    veth::check_ifname(&args.ifname)?;
     if !conf.is_layer3() && matches!(conf.cni_version.as_str(), "" | "0.1.0" | "0.2.0") {
         // A 0.1/0.2 result cannot express an attachment without addresses;
         // the reference finds out only after creating the veth.
         return Err(Error::internal("cannot convert: no valid IP addresses"));
     }
-    let mut undo = Undo::default();
-    let mut pending = Pending::default();
-    let out = run(args, &conf, &mut undo, &mut pending);
-    if let Err(e) = &out {
-        pending.settle();
-        for u in rollback(args, &conf, &undo) {
-            eprintln!("bridge: cleanup after failed ADD ({e}): {u}");
+    let mut fw = Firewall {
+        args,
+        conf: &conf,
+        masq: None,
+        spoofchk: false,
+        pending: None,
+    };
+    add::run("bridge", args, &conf.ipam_type, &mut fw, |frame, fw| {
+        let links = link(args, &conf, frame)?;
+        let mut result = new_result(args, &links);
+        if conf.is_layer3() {
+            let gateways = addresses(args, &conf, &links, &mut result, frame, fw)?;
+            gateway(&conf, &links, &gateways, &mut result)?;
+        } else {
+            layer2(args, &conf, &links, fw)?;
         }
-    }
-    out
-}
-
-fn run(
-    args: &CmdArgs,
-    conf: &Config,
-    undo: &mut Undo,
-    pending: &mut Pending,
-) -> Result<Result1, Error> {
-    let links = link(args, conf, undo, pending)?;
-    let mut result = new_result(args, &links);
-    if conf.is_layer3() {
-        let gateways = addresses(args, conf, &links, &mut result, undo, pending)?;
-        gateway(conf, &links, &gateways, &mut result)?;
-    } else {
-        layer2(args, conf, &links, undo, pending)?;
-    }
-    finish(conf, &links, result, pending)
+        finish(&conf, &links, result, fw)
+    })
 }
 
 /// Phase 1: IPAM started, bridge, veth pair, port settings, container
 /// sysctls.
-fn link<'a>(
-    args: &'a CmdArgs,
-    conf: &Config,
-    undo: &mut Undo,
-    pending: &mut Pending,
-) -> Result<Links<'a>, Error> {
+fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links<'a>, Error> {
     let ns = args.netns.file()?;
     let cont = Netlink::in_netns(ns)?;
-    let host_name = bridge::random_veth_name()?;
+    let host_name = veth::random_name()?;
     if conf.is_layer3() {
-        // IPAM must not run for an attachment that already exists: the
-        // rollback of this ADD would release that attachment's addresses.
-        if cont.find_link(&args.ifname)?.is_some() {
-            return Err(bridge::ifname_taken(&args.ifname, &host_name));
-        }
         // Collected in phase 2, so the IPAM process starts and runs while
         // this one talks netlink.
-        let running = skel::invoke::start(&conf.ipam_type, "ADD", &args.path, &args.stdin)?;
-        pending.ipam = Some(running);
-        undo.ipam = true;
+        frame.start_ipam(&cont, &host_name)?;
         hit("bridge/ipam-started")?;
     }
     let host = Netlink::host()?;
     let bridge = bridge::ensure_bridge(&host, conf)?;
     hit("bridge/bridge-ready")?;
-    let port = bridge::create_veth(
-        &host,
+    let spec = veth::Spec {
         ns,
-        &args.ifname,
-        conf.mac,
-        conf.mtu,
-        &bridge,
-        host_name,
-    )?;
-    undo.veth = Some(port.name.clone());
+        ifname: &args.ifname,
+        mac: conf.mac,
+        mtu: conf.mtu,
+        master: Some(&bridge),
+    };
+    let port = frame.create_veth(&host, &spec, host_name)?;
     hit("bridge/veth-created")?;
     bridge::configure_port(&host, &port, conf)?;
     hit("bridge/port-configured")?;
@@ -194,18 +162,11 @@ fn addresses(
     conf: &Config,
     links: &Links,
     result: &mut Result1,
-    undo: &mut Undo,
-    pending: &mut Pending,
+    frame: &mut Frame,
+    fw: &mut Firewall,
 ) -> Result<Gateways, Error> {
-    let running = pending
-        .ipam
-        .take()
-        .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
-    let ipam = skel::invoke::wait_add(running, &conf.ipam_type, &conf.cni_version)?.into_v1()?;
+    let ipam = frame.ipam_result(&conf.cni_version)?;
     hit("bridge/ipam-done")?;
-    if ipam.ips.is_empty() {
-        return Err(Error::internal("IPAM plugin returned missing IP config"));
-    }
     result.ips = ipam.ips;
     result.routes = ipam.routes;
     result.dns = ipam.dns;
@@ -217,27 +178,21 @@ fn addresses(
     };
     // iptables-restore is awaited in phase 4, so it runs while the
     // container is configured.
-    start_firewall(args, conf, links, &masq_addrs, undo, pending)?;
+    start_firewall(args, conf, links, &masq_addrs, fw)?;
     hit("bridge/firewall-started")?;
     if result.ips.iter().any(|ip| !ip.address.is_ipv4()) {
-        container::set_v6_sysctls(links.ns, &args.ifname)?;
+        iface::set_v6_sysctls(links.ns, &args.ifname)?;
         hit("bridge/container-v6-sysctls")?;
     }
-    container::configure(&links.cont, &links.container, result, conf.enable_dad)?;
+    iface::configure(&links.cont, &links.container, result, 2, conf.enable_dad)?;
     hit("bridge/container-configured")?;
     Ok(Gateways { v4, v6 })
 }
 
 /// Phase 2 of an L2 attachment: firewall rules, container link
 /// up unless `disableContainerInterface`.
-fn layer2(
-    args: &CmdArgs,
-    conf: &Config,
-    links: &Links,
-    undo: &mut Undo,
-    pending: &mut Pending,
-) -> Result<(), Error> {
-    start_firewall(args, conf, links, &[], undo, pending)?;
+fn layer2(args: &CmdArgs, conf: &Config, links: &Links, fw: &mut Firewall) -> Result<(), Error> {
+    start_firewall(args, conf, links, &[], fw)?;
     hit("bridge/firewall-started")?;
     if !conf.disable_container_interface {
         links
@@ -281,11 +236,14 @@ fn gateway(
         }
         hit("bridge/gateway-addrs")?;
     }
+    let forward = |ipv6| {
+        host_sysctl::enable_forwarding(ipv6).map_err(|e| e.context("failed to enable forwarding"))
+    };
     if !gws.v4.is_empty() {
-        bridge::enable_forwarding(false)?;
+        forward(false)?;
     }
     if !gws.v6.is_empty() {
-        bridge::enable_forwarding(true)?;
+        forward(true)?;
     }
     hit("bridge/forwarding")?;
     Ok(())
@@ -296,10 +254,10 @@ fn finish(
     conf: &Config,
     links: &Links,
     mut result: Result1,
-    pending: &mut Pending,
+    fw: &mut Firewall,
 ) -> Result<Result1, Error> {
-    if let Some(fw) = pending.firewall.take() {
-        fw.wait()?;
+    if let Some(pending) = fw.pending.take() {
+        pending.wait()?;
     }
     hit("bridge/firewall-done")?;
     let (host, name) = (&links.host, &links.port.name);
@@ -322,14 +280,13 @@ fn finish(
 /// backend chosen here, once for the whole call, and the spoof check.
 /// nftables work (masquerade and spoof check together) is one listing and
 /// one transaction over netlink, done when this returns; iptables work is
-/// started and left running in `pending`. Records what to undo.
+/// started and left running in `fw`. Records what to undo.
 fn start_firewall(
     args: &CmdArgs,
     conf: &Config,
     links: &Links,
     masq_addrs: &[IpNetwork],
-    undo: &mut Undo,
-    pending: &mut Pending,
+    fw: &mut Firewall,
 ) -> Result<(), Error> {
     let owner = Owner {
         network: &conf.name,
@@ -342,13 +299,13 @@ fn start_firewall(
     if !masq_addrs.is_empty() {
         let backend = select::ipmasq(conf.ip_masq_backend, &System::new(host))
             .map_err(|e| e.context("set up ip masquerade"))?;
-        undo.masq = Some((backend, masq_addrs.to_vec()));
+        fw.masq = Some((backend, masq_addrs.to_vec()));
         if backend == Backend::Nftables {
             ipmasq::nft::plan_setup(host, &mut tx, masq_addrs, &owner)
                 .map_err(|e| e.context("set up ip masquerade"))?;
             what.push("set up ip masquerade");
         } else {
-            pending.firewall = Some(ipmasq::setup(host, backend, masq_addrs, &owner)?);
+            fw.pending = Some(ipmasq::setup(host, backend, masq_addrs, &owner)?);
         }
     }
     if conf.macspoofchk {
@@ -359,7 +316,7 @@ fn start_firewall(
             ))
         })?;
         let id = spoofchk::id(&args.container_id, &args.ifname);
-        undo.spoofchk = true;
+        fw.spoofchk = true;
         spoofchk::plan_setup(&mut tx, &id, &links.port.name, mac);
         what.push("failed to setup spoof-check");
     }
@@ -370,16 +327,32 @@ fn start_firewall(
     })
 }
 
-impl Pending {
-    /// Wait for every helper. Their outcome does not matter: the rollback
-    /// removes whatever they did.
+impl Extra for Firewall<'_> {
     fn settle(&mut self) {
-        if let Some(running) = self.ipam.take() {
-            let _ = running.wait();
+        if let Some(pending) = self.pending.take() {
+            let _ = pending.wait();
         }
-        if let Some(fw) = self.firewall.take() {
-            let _ = fw.wait();
+    }
+
+    fn undo(&self, host: &Netlink) -> Vec<Error> {
+        let (args, mut errors) = (self.args, Vec::new());
+        let owner = Owner {
+            network: &self.conf.name,
+            ifname: &args.ifname,
+            container_id: &args.container_id,
+        };
+        if let Some((backend, addrs)) = &self.masq
+            && let Err(e) = ipmasq::teardown(host, Scope::Only(*backend), addrs, &owner)
+        {
+            errors.push(e.into());
         }
+        if self.spoofchk
+            && let Err(e) =
+                spoofchk::teardown(host, &spoofchk::id(&args.container_id, &args.ifname))
+        {
+            errors.push(e.into());
+        }
+        errors
     }
 }
 
@@ -427,46 +400,6 @@ fn next_ip(ip: IpAddr) -> IpAddr {
         IpAddr::V4(a) => IpAddr::V4(u32::from(a).wrapping_add(1).into()),
         IpAddr::V6(a) => IpAddr::V6(u128::from(a).wrapping_add(1).into()),
     }
-}
-
-/// Undo a failed ADD, best effort; returns what could not be undone.
-fn rollback(args: &CmdArgs, conf: &Config, undo: &Undo) -> Vec<Error> {
-    let mut errors = Vec::new();
-    let host = match Netlink::host() {
-        Ok(h) => h,
-        Err(e) => return vec![e.into()],
-    };
-    if let Some(name) = &undo.veth {
-        let r = match host.find_link(name) {
-            Ok(Some(l)) => host.delete_link(&l),
-            Ok(None) => Ok(()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = r {
-            errors.push(e.into());
-        }
-    }
-    if undo.ipam
-        && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
-    {
-        errors.push(e.into());
-    }
-    let owner = Owner {
-        network: &conf.name,
-        ifname: &args.ifname,
-        container_id: &args.container_id,
-    };
-    if let Some((backend, addrs)) = &undo.masq
-        && let Err(e) = ipmasq::teardown(&host, Scope::Only(*backend), addrs, &owner)
-    {
-        errors.push(e.into());
-    }
-    if undo.spoofchk
-        && let Err(e) = spoofchk::teardown(&host, &spoofchk::id(&args.container_id, &args.ifname))
-    {
-        errors.push(e.into());
-    }
-    errors
 }
 
 #[cfg(test)]

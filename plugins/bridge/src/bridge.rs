@@ -1,11 +1,9 @@
 //! Host side: the bridge device, the veth ports attached to it, gateway
 //! addresses on the bridge (or on `<bridge>.<vlan>`) and forwarding.
 
-use std::fs::File;
-use std::io::Read;
-
+use cni_attach::veth;
 use cni_net::bridge_port::PortVlan;
-use cni_net::{BridgePortOptions, IpNetwork, Link, Netlink, VethPair, sysctl};
+use cni_net::{BridgePortOptions, IpNetwork, Link, Netlink};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -35,10 +33,8 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
     if !br.up {
         host.set_up(&br).map_err(|e| fail(e.into()))?;
     }
-    // We own the bridge's routes, also on a bridge that already existed:
-    // otherwise a container's router advertisements change the host's
-    // routes. Best effort, like the reference (IPv6 may be disabled).
-    let _ = sysctl::set(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
+    // Also on a bridge that already existed.
+    cni_attach::host_sysctl::refuse_router_advertisements(name);
     Ok(br)
 }
 
@@ -94,79 +90,10 @@ fn ensure_vlan_filtering(host: &Netlink, br: &Link) -> Result<(), Error> {
     )))
 }
 
-/// `veth` + 8 random hex digits.
-pub fn random_veth_name() -> Result<String, Error> {
-    let mut b = [0u8; 4];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| Error::internal(format!("read /dev/urandom: {}", skel::io_text(&e))))?;
-    Ok(format!(
-        "veth{:02x}{:02x}{:02x}{:02x}",
-        b[0], b[1], b[2], b[3]
-    ))
-}
-
-/// The error for an `ifname` that already exists in the container.
-pub fn ifname_taken(ifname: &str, host_name: &str) -> Error {
-    Error::internal(format!(
-        "container veth name ({ifname:?}) peer provided ({host_name:?}) already exists"
-    ))
-}
-
-/// Create the veth pair in one message: `ifname` (with `mac`) inside
-/// `ns`, a random `veth…` host end (`first_name` on the first try) already
-/// enslaved to `bridge` and up. Returns the host end as the kernel reports
-/// it after creation (its index and MAC).
-pub fn create_veth(
-    host: &Netlink,
-    ns: &File,
-    ifname: &str,
-    mac: Option<[u8; 6]>,
-    mtu: u32,
-    bridge: &Link,
-    first_name: String,
-) -> Result<Link, Error> {
-    let mut name = first_name;
-    for _ in 0..10 {
-        let pair = VethPair {
-            host_name: &name,
-            container_name: ifname,
-            container_ns: ns,
-            container_mac: mac,
-            mtu: (mtu > 0).then_some(mtu),
-            host_master: Some(bridge.index),
-        };
-        match host.create_veth_pair_up(&pair) {
-            Ok(port) => return Ok(port),
-            Err(e) if e.is_exists() => {
-                // Either our random name collided (retry) or the container
-                // already has `ifname`.
-                if host.find_link(&name)?.is_some() {
-                    name = random_veth_name()?;
-                    continue;
-                }
-                return Err(ifname_taken(ifname, &name));
-            }
-            Err(e) => {
-                // The pair exists if only the lookup sent with the create
-                // failed; the random host name is ours, so remove it (the
-                // kernel takes the container end with it).
-                if let Ok(Some(l)) = host.find_link(&name) {
-                    let _ = host.delete_link(&l);
-                }
-                return Err(e.into());
-            }
-        }
-    }
-    Err(Error::internal(
-        "failed to find a free name for the host veth after 10 tries",
-    ))
-}
-
 /// Port settings on the freshly created host veth (created up): no
 /// router advertisements, hairpin/isolation, VLANs.
 pub fn configure_port(host: &Netlink, port: &Link, conf: &Config) -> Result<(), Error> {
-    let _ = sysctl::set(&format!("net/ipv6/conf/{}/accept_ra", port.name), "0");
+    cni_attach::host_sysctl::refuse_router_advertisements(&port.name);
     if conf.hairpin_mode || conf.port_isolation {
         let opts = BridgePortOptions {
             hairpin: conf.hairpin_mode.then_some(true),
@@ -327,7 +254,14 @@ pub fn ensure_vlan_interface(
         return Ok(l);
     }
     let own = cni_net::netns::current()?;
-    let port = match create_veth(host, &own, &name, None, br.mtu, br, random_veth_name()?) {
+    let spec = veth::Spec {
+        ns: &own,
+        ifname: &name,
+        mac: None,
+        mtu: br.mtu,
+        master: Some(br),
+    };
+    let port = match veth::create(host, &spec, veth::random_name()?) {
         Ok(p) => p,
         // A concurrent ADD made it first.
         Err(_) if host.find_link(&name)?.is_some() => {
@@ -349,17 +283,4 @@ pub fn ensure_vlan_interface(
         let _ = host.delete_link(&port);
     }
     configured
-}
-
-/// `ip_forward` / `ipv6 all.forwarding` to 1, written only when needed.
-pub fn enable_forwarding(ipv6: bool) -> Result<(), Error> {
-    let key = if ipv6 {
-        "net/ipv6/conf/all/forwarding"
-    } else {
-        "net/ipv4/ip_forward"
-    };
-    if sysctl::get(key).map(|v| v == "1").unwrap_or(false) {
-        return Ok(());
-    }
-    sysctl::set(key, "1").map_err(|e| Error::from(e).context("failed to enable forwarding"))
 }

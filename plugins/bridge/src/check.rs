@@ -6,7 +6,7 @@ use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Scope, spoofchk};
 use cni_net::{Link, Netlink};
 use skel::CmdArgs;
-use skel::types::{Interface, Result1};
+use skel::types::Interface;
 
 use crate::config::Config;
 use crate::error::Error;
@@ -61,7 +61,7 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
             conf.bridge
         )));
     }
-    check_addresses(&cont, &cont_link, &prev)?;
+    cni_attach::check::addresses_and_routes(&cont, &cont_link, &prev)?;
 
     if conf.is_layer3() && conf.ip_masq {
         let addrs: Vec<_> = prev.ips.iter().map(|ip| ip.address.0).collect();
@@ -181,43 +181,4 @@ fn check_host_veth(
         )));
     }
     Ok(true)
-}
-
-fn check_addresses(cont: &Netlink, link: &Link, prev: &Result1) -> Result<(), Error> {
-    let addrs = cont.addrs(Some(link))?;
-    for ip in &prev.ips {
-        if !addrs.iter().any(|a| a.addr == ip.address.0) {
-            return Err(Error::internal(format!(
-                "Failed to match addr {} on interface {}",
-                ip.address, link.name
-            )));
-        }
-    }
-    let mut routes = cont.routes(false, None, None)?;
-    routes.extend(cont.routes(true, None, None)?);
-    for ip in &prev.ips {
-        let net = ip.address.network().0;
-        if !routes
-            .iter()
-            .any(|r| r.dst == net && r.oif == Some(link.index))
-        {
-            return Err(Error::internal(format!(
-                "Failed to match route to {} on interface {}",
-                net, link.name
-            )));
-        }
-    }
-    for r in &prev.routes {
-        let dst = r.dst.network().0;
-        let found = routes
-            .iter()
-            .any(|k| k.dst == dst && (r.gw.is_none() || k.gw == r.gw));
-        if !found {
-            let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
-            return Err(Error::internal(format!(
-                "Expected Route {{Dst: {dst}{via}}} not found in routing table"
-            )));
-        }
-    }
-    Ok(())
 }

@@ -152,18 +152,6 @@ impl Config {
     }
 }
 
-/// `CNI_IFNAME` as the name of a new link. skel has made the reference's
-/// checks; this refuses what the kernel would still refuse or rewrite
-/// (`%d` is a template), with the same code and wording.
-pub fn check_ifname(ifname: &str) -> Result<(), Error> {
-    let Some(p) = cni_net::link::name_problem(ifname) else {
-        return Ok(());
-    };
-    let mut e = Error::internal(format!("interface name {p}"));
-    e.code = skel::code::INVALID_ENVIRONMENT;
-    Err(e)
-}
-
 /// A decoding error as the reference's `loadNetConf` reports it.
 fn load_err(e: gojson::DecodeError) -> Error {
     Error::decode(format!("failed to load netconf: {e}"))
@@ -465,14 +453,6 @@ mod tests {
         c.validate_for_add().unwrap();
         // DEL never creates links: it takes any name.
         assert!(parse(r#"{"name":"n","bridge":"br%d"}"#).is_ok());
-
-        let e = check_ifname("%d").unwrap_err();
-        assert_eq!(e.code, skel::code::INVALID_ENVIRONMENT);
-        assert_eq!(
-            e.msg,
-            "interface name contains %, which the kernel reads as a name template"
-        );
-        check_ifname("eth0").unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! masquerade rules are removed by their comment / chain name, so they go
 //! even when `CNI_NETNS` is empty or the namespace is gone.
 
+use cni_attach::teardown;
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Scope, spoofchk};
 use cni_net::{IpNetwork, Netlink};
@@ -19,10 +20,10 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let mut errors = Vec::new();
     // Addresses narrow which iptables families are read; prevResult and the
     // link both tell them.
-    let mut addrs = prev_addrs(&args.stdin);
+    let mut addrs = teardown::prev_addrs(&args.stdin);
 
     if let Netns::Open { file, .. } = &args.netns {
-        match delete_container_link(file, &args.ifname) {
+        match teardown::delete_link(file, &args.ifname) {
             Ok(found) => addrs.extend(found),
             Err(e) => errors.push(e),
         }
@@ -61,38 +62,4 @@ fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> R
         errors.push(e);
     }
     Ok(cni_firewall::join(errors)?)
-}
-
-/// Delete `ifname` in the namespace, returning its global addresses; a
-/// missing link is success.
-fn delete_container_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
-    let cont = Netlink::in_netns(ns)?;
-    let Some(link) = cont.find_link(ifname)? else {
-        return Ok(Vec::new());
-    };
-    let addrs = cont
-        .addrs(Some(&link))?
-        .into_iter()
-        .filter(|a| a.scope == 0)
-        .map(|a| a.addr)
-        .collect();
-    match cont.delete_link(&link) {
-        Ok(()) => Ok(addrs),
-        Err(e) if e.is_not_found() => Ok(addrs),
-        Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
-    }
-}
-
-/// Addresses of `prevResult`, when the runtime sent one (0.4.0+).
-fn prev_addrs(stdin: &[u8]) -> Vec<IpNetwork> {
-    let Ok(nc) = skel::conf::NetConf::parse(stdin) else {
-        return Vec::new();
-    };
-    match nc.prev_result() {
-        Ok(Some(r)) => r
-            .into_v1()
-            .map(|r| r.ips.into_iter().map(|ip| ip.address.0).collect())
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    }
 }

@@ -22,40 +22,12 @@ pub mod del;
 pub mod error;
 pub mod gc;
 
-use skel::{CmdArgs, Outcome, Reply};
-
-/// The plugin as skel sees it.
-pub struct Bridge;
-
-impl skel::Plugin for Bridge {
-    const USES_NETNS: bool = true;
-
-    fn about(&self) -> String {
-        skel::about("bridge")
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        let result = add::add(args)?;
-        Ok(Reply::Result(result.into()))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        del::del(args)?;
-        Ok(Reply::None)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        check::check(args)?;
-        Ok(Reply::None)
-    }
-
-    fn status(&self, args: &CmdArgs) -> Outcome {
-        gc::status(args)?;
-        Ok(Reply::None)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        gc::gc(args)?;
-        Ok(Reply::None)
-    }
-}
+/// The plugin, for `skel::main`.
+pub const PLUGIN: cni_attach::Main = cni_attach::Main {
+    name: "bridge",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: gc::status,
+    gc: gc::gc,
+};

@@ -1,3 +1,3 @@
 fn main() {
-    skel::main(&bridge::Bridge)
+    skel::main(&bridge::PLUGIN)
 }

@@ -45,36 +45,9 @@ fn containers_ping_each_other_and_the_gateway_dual_stack() {
     assert!(host.leases().is_empty());
 }
 
-/// An "outside" namespace reachable from the host namespace over its own
-/// veth (10.250.0.0/24), with no route back to the container subnet: only
-/// masqueraded traffic can get an answer.
-fn outside(host: &Host) -> TestNetns {
-    let out = TestNetns::new("out");
-    let a = testsupport::unique_name("cnirso");
-    host.ns.exec(&[
-        "ip",
-        "link",
-        "add",
-        &a,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "uplink",
-        "netns",
-        out.name(),
-    ]);
-    host.ns
-        .exec(&["ip", "addr", "add", "10.250.0.1/24", "dev", &a]);
-    host.ns.exec(&["ip", "link", "set", &a, "up"]);
-    out.exec(&["ip", "addr", "add", "10.250.0.2/24", "dev", "uplink"]);
-    out.exec(&["ip", "link", "set", "uplink", "up"]);
-    out
-}
-
 fn containers_reach_outside_only_through_masquerade(backend: &str) {
     let host = Host::new("mq");
-    let out = outside(&host);
+    let out = host.outside();
     let mut conf = host.conf(
         "1.0.0",
         &["10.240.2.0/24"],
