@@ -6,9 +6,9 @@
 
 use std::fs::File;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cni_net::{AddrFlags, Batch, IpNetwork, Link, Netlink, RouteSpec, netns, sysctl};
+use cni_net::{AddrFlags, Batch, IpNetwork, Link, Netlink, RouteSpec, Settled, netns, sysctl};
 use skel::types::{IpConfig, Result1, Route};
 
 use crate::error::Error;
@@ -158,31 +158,19 @@ pub fn configure(
     reqs.run(cont)
 }
 
-/// Wait until no IPv6 address of `link` is tentative.
+/// Wait until no IPv6 address of `link` is tentative, in the reference's
+/// words when it does not settle.
 fn settle(cont: &Netlink, link: &Link, timeout: Duration) -> Result<(), Error> {
-    let start = Instant::now();
-    loop {
-        let addrs = cont.addrs(Some(link))?;
-        if let Some(a) = addrs.iter().find(|a| a.is_dadfailed()) {
-            return Err(Error::internal(format!(
-                "link {} has address {} in DADFAILED state",
-                link.name, a.addr
-            )));
-        }
-        if !addrs.iter().any(|a| a.addr.is_ipv6() && a.is_tentative()) {
-            return Ok(());
-        }
-        if start.elapsed() > timeout {
-            let l = cont.link_by_index(link.index)?;
-            if l.oper_state == cni_net::OperState::Up {
-                return Err(Error::internal(format!(
-                    "link {} still has tentative addresses after {}s",
-                    link.name,
-                    timeout.as_secs()
-                )));
-            }
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    match cont.settle_addrs(link, timeout)? {
+        Settled::Done => Ok(()),
+        Settled::DadFailed(addr) => Err(Error::internal(format!(
+            "link {} has address {addr} in DADFAILED state",
+            link.name
+        ))),
+        Settled::StillTentative => Err(Error::internal(format!(
+            "link {} still has tentative addresses after {}s",
+            link.name,
+            timeout.as_secs()
+        ))),
     }
 }

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::link::Link;
 use crate::netlink::{Msg, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, Netlink, attrs, u32_of};
 
@@ -218,37 +218,29 @@ impl Netlink {
     }
 
     /// Wait until no IPv6 address of `link` is tentative, polling every
-    /// 50 ms (the reference's `SettleAddresses`). An address that failed
-    /// duplicate address detection is an error at once; running out of
-    /// time is an error only when the link is operationally up, since DAD
-    /// never completes on a link without carrier.
-    pub fn settle_addrs(&self, link: &Link, timeout: std::time::Duration) -> Result<()> {
+    /// 20 ms (the reference's `SettleAddresses`). An address that failed
+    /// duplicate address detection ends the wait at once; running out of
+    /// time counts only when the link is operationally up, since DAD never
+    /// completes on a link without carrier. The caller words the outcome.
+    pub fn settle_addrs(&self, link: &Link, timeout: std::time::Duration) -> Result<Settled> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let addrs = self.addrs(Some(link))?;
             if let Some(bad) = addrs.iter().find(|a| a.is_dadfailed()) {
-                return Err(Error::other(
-                    format!("settle addresses of {}", link.name),
-                    format!(
-                        "address {} failed duplicate address detection",
-                        bad.addr.ip()
-                    ),
-                ));
+                return Ok(Settled::DadFailed(bad.addr));
             }
             if !addrs.iter().any(|a| !a.addr.is_ipv4() && a.is_tentative()) {
-                return Ok(());
+                return Ok(Settled::Done);
             }
             if std::time::Instant::now() >= deadline {
                 let now = self.link_by_index(link.index)?;
-                if now.oper_state == crate::link::OperState::Up {
-                    return Err(Error::other(
-                        format!("settle addresses of {}", link.name),
-                        format!("still tentative after {timeout:?}"),
-                    ));
-                }
-                return Ok(());
+                return Ok(if now.oper_state == crate::link::OperState::Up {
+                    Settled::StillTentative
+                } else {
+                    Settled::Done
+                });
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 
@@ -260,4 +252,15 @@ impl Netlink {
         )
         .map(drop)
     }
+}
+
+/// How [`Netlink::settle_addrs`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// No IPv6 address is tentative (or the link has no carrier).
+    Done,
+    /// This address failed duplicate address detection.
+    DadFailed(IpNetwork),
+    /// Time ran out with an address still tentative on a running link.
+    StillTentative,
 }

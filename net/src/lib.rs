@@ -38,7 +38,7 @@ pub mod route;
 pub mod sysctl;
 pub mod tc;
 
-pub use addr::{Addr, AddrFlags};
+pub use addr::{Addr, AddrFlags, Settled};
 pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, ErrorKind, Result};

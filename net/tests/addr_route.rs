@@ -74,8 +74,11 @@ fn addresses_add_list_delete() {
         }
     }
 
-    nl.settle_addrs(&l, std::time::Duration::from_secs(5))
-        .unwrap();
+    assert_eq!(
+        nl.settle_addrs(&l, std::time::Duration::from_secs(5))
+            .unwrap(),
+        cni_net::addr::Settled::Done
+    );
     let settled = nl.addrs(Some(&l)).unwrap();
     assert!(settled.iter().all(|x| !x.is_tentative()), "{settled:?}");
 
