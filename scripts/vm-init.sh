@@ -1,7 +1,7 @@
 #!/bb/busybox sh
 # /init of the kernel-feature VM (scripts/vm-test.sh): mounts the kernel
-# file systems, loads the modules, runs every ignored test of the
-# kernel_features test binaries, then powers off. The host reads the
+# file systems, loads the modules, runs every ignored (kernel-features) test of the
+# selected test binaries, then powers off. The host reads the
 # serial console: libtest's lines, then `vm: done`.
 /bb/busybox --install -s /bb
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:/bb

@@ -175,11 +175,12 @@ fn failed_add_at_each_step_leaves_nothing_dual_stack_iptables() {
 }
 
 #[test]
+#[ignore = "kernel-features: bridge VLAN filtering (scripts/vm-test.sh)"]
 fn failed_add_at_each_step_leaves_nothing_vlan_gateway() {
-    if !TestNetns::new("fpv").bridge_vlan_filtering() {
-        eprintln!("kernel lacks bridge VLAN filtering; the VLAN steps were not tested");
-        return;
-    }
+    assert!(
+        TestNetns::new("fpv").bridge_vlan_filtering(),
+        "kernel lacks bridge VLAN filtering"
+    );
     fail_each_step(|h| l3_conf(h, json!({"vlan": 10})), &vlan_steps());
 }
 
