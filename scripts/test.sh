@@ -15,8 +15,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# interop and differential tests (host-local, static, tuning, bandwidth), tc
-# by cni-net's and bandwidth's.
+# interop and differential tests (host-local, static, tuning, bandwidth,
+# portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's.
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -24,6 +24,7 @@ declare -A need=(
     [sysctl]=procps
     [nft]=nftables
     [iptables]=iptables
+    [conntrack]=conntrack
     [/usr/lib/cni/host-local]=containernetworking-plugins
 )
 missing=()
