@@ -16,7 +16,8 @@ fi
 
 # command -> Debian package; the reference Go plugins are used by the
 # interop and differential tests (host-local, static, tuning, bandwidth,
-# portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's.
+# portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
+# by portmap's (calls without mappings start nothing).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -25,6 +26,7 @@ declare -A need=(
     [nft]=nftables
     [iptables]=iptables
     [conntrack]=conntrack
+    [strace]=strace
     [/usr/lib/cni/host-local]=containernetworking-plugins
 )
 missing=()
