@@ -145,7 +145,7 @@ fn setup_writes_shared_objects_only_when_missing() {
     assert!(!text.contains("PREROUTING"), "{text}");
     assert!(!text.contains("POSTROUTING"), "{text}");
     assert!(
-        text.contains(&format!("-D CNI-HOSTPORT-DNAT -p udp -m comment")),
+        text.contains("-D CNI-HOSTPORT-DNAT -p udp -m comment"),
         "{text}"
     );
     assert!(text.contains(&format!(":{DN} - [0:0]")), "{text}");

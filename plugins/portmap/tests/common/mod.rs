@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use testsupport::traffic::{Answer, tcp_ask, udp_ask};
+#[allow(unused_imports)]
 pub use testsupport::{PluginHost, PluginRun, TempDir, TestNetns, with_prev};
 
 pub fn bin() -> &'static Path {
