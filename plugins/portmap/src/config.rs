@@ -118,8 +118,9 @@ impl Config {
         let fail = |e: skel::gojson::DecodeError| {
             Error::internal(format!("failed to parse network configuration: {e}"))
         };
-        let net: skel::conf::NetConf = skel::gojson::unmarshal(stdin).map_err(fail)?;
-        let raw: Raw = skel::gojson::unmarshal(stdin).map_err(fail)?;
+        let doc = skel::gojson::parse(stdin).map_err(fail)?;
+        let net: skel::conf::NetConf = skel::gojson::from_value(&doc).map_err(fail)?;
+        let raw: Raw = skel::gojson::from_value(&doc).map_err(fail)?;
         let prev_result = net.prev_result().map_err(|e| Error::internal(e.msg))?;
         if raw.mark_masq_bit.is_some() && raw.external_set_mark_chain.is_some() {
             return Err(Error::internal(
