@@ -341,6 +341,43 @@ mod tests {
         assert_eq!(m.body()[0], AF_INET);
     }
 
+    fn addr(v6: bool) -> impl proptest::strategy::Strategy<Value = IpAddr> {
+        use proptest::prelude::*;
+        if v6 {
+            any::<[u8; 16]>().prop_map(IpAddr::from).boxed()
+        } else {
+            any::<[u8; 4]>().prop_map(IpAddr::from).boxed()
+        }
+    }
+
+    proptest::proptest! {
+        /// Generated entries survive the delete encoder plus a reply
+        /// tuple, and the parser; no byte string makes it panic.
+        #[test]
+        fn generated_entries_round_trip(
+            v6 in proptest::bool::ANY,
+            ports in proptest::array::uniform4(proptest::num::u16::ANY),
+            status in proptest::num::u32::ANY,
+            zone in proptest::option::of(proptest::num::u16::ANY),
+            id in proptest::option::of(proptest::num::u32::ANY),
+            (a, b) in (addr(false), addr(false)),
+            (c, d) in (addr(true), addr(true)),
+        ) {
+            let (src, dst) = if v6 { (c, d) } else { (a, b) };
+            let e = Entry {
+                orig: Tuple { src, dst, proto: UDP, sport: ports[0], dport: ports[1] },
+                reply: Tuple { src: dst, dst: src, proto: UDP, sport: ports[2], dport: ports[3] },
+                status, mark: 0, zone, id,
+            };
+            proptest::prop_assert_eq!(Entry::from_body(&listed(&e)), Some(e));
+        }
+
+        #[test]
+        fn any_bytes_parse_without_panic(b in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = Entry::from_body(&b);
+        }
+    }
+
     #[test]
     fn entries_without_tuples_are_skipped() {
         assert_eq!(Entry::from_body(&[2, 0, 0, 0]), None);

@@ -126,6 +126,14 @@ fn has_rule(save: &Save, chain: &str, args: &[String]) -> bool {
         .any(|l| split_words(l).get(2..) == Some(args))
 }
 
+/// The value after `flag` in a saved rule's words (`--dport` → `8080`).
+fn value<'a>(words: &'a [String], flag: &str) -> Option<&'a str> {
+    words
+        .windows(2)
+        .find(|p| p[0] == flag)
+        .map(|p| p[1].as_str())
+}
+
 fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -275,13 +283,12 @@ pub fn udp_targets(save: &Save, dn: &str) -> Vec<Target> {
         .iter()
         .filter_map(|l| {
             let w = split_words(l);
-            let value = |flag: &str| w.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str());
-            if !value("-p")?.eq_ignore_ascii_case("udp") || value("-j")? != "DNAT" {
+            if !value(&w, "-p")?.eq_ignore_ascii_case("udp") || value(&w, "-j")? != "DNAT" {
                 return None;
             }
-            let (ip, port) = value("--to-destination")?.rsplit_once(':')?;
+            let (ip, port) = value(&w, "--to-destination")?.rsplit_once(':')?;
             Some(Target {
-                host_port: value("--dport")?.parse().ok()?,
+                host_port: value(&w, "--dport")?.parse().ok()?,
                 addr: ip
                     .trim_start_matches('[')
                     .trim_end_matches(']')
@@ -354,10 +361,9 @@ pub fn check(conf: &Config, addr: &IpNetwork, cid: &str) -> Result<(), Error> {
     for (proto, ports) in entry_groups(conf) {
         let found = entries.iter().any(|l| {
             let w = split_words(l);
-            let value = |flag: &str| w.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str());
-            value("-p").is_some_and(|p| p.eq_ignore_ascii_case(&proto))
-                && value("--dports") == Some(ports.as_str())
-                && value("-j") == Some(dn.as_str())
+            value(&w, "-p").is_some_and(|p| p.eq_ignore_ascii_case(&proto))
+                && value(&w, "--dports") == Some(ports.as_str())
+                && value(&w, "-j") == Some(dn.as_str())
         });
         if !found {
             return Err(Error::internal(format!(
@@ -376,8 +382,7 @@ pub fn attachments(save: &Save, network: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in save.rules(TABLE, TOP_DNAT) {
         let w = split_words(line);
-        let value = |flag: &str| w.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str());
-        let (Some(c), Some(target)) = (value("--comment"), value("-j")) else {
+        let (Some(c), Some(target)) = (value(&w, "--comment"), value(&w, "-j")) else {
             continue;
         };
         let Some(cid) = c.strip_prefix(&prefix).and_then(|r| r.strip_suffix('"')) else {

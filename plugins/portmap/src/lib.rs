@@ -28,6 +28,8 @@ pub mod del;
 pub mod gc;
 pub mod iptables;
 pub mod nft;
+#[cfg(test)]
+mod proptests;
 pub mod record;
 
 use skel::{CmdArgs, Outcome, Reply};
