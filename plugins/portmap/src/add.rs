@@ -64,6 +64,10 @@ fn install(u: &mut Undo<'_>, addrs: &[IpNetwork]) -> Result<(), Error> {
     record::write(conf, cid, &u.args.ifname, u.backend, addrs)?;
     u.recorded = true;
     hit("portmap/recorded")?;
+    let _shared = match u.backend {
+        Backend::Iptables => Some(record::lock(&conf.data_dir)?),
+        _ => None,
+    };
     let mut ordered: Vec<&IpNetwork> = addrs.iter().filter(|a| a.is_ipv4()).collect();
     ordered.extend(addrs.iter().filter(|a| a.is_ipv6()));
     for addr in ordered {

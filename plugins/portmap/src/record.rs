@@ -95,6 +95,22 @@ pub fn write(
     fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))
 }
 
+/// An exclusive lock on `<dataDir>/.lock`, held while ADD reads and
+/// writes the shared iptables chains: two ADDs at once would each find a
+/// shared rule missing and both append it.
+pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
+    fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
+    let path = data_dir.join(".lock");
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error("open", &path, &e))?;
+    f.lock().map_err(|e| io_error("lock", &path, &e))?;
+    Ok(f)
+}
+
 /// Whether the attachment has a record.
 pub fn exists(conf: &Config, cid: &str, ifname: &str) -> bool {
     dir(&conf.data_dir, &conf.name)

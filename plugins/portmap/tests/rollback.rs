@@ -20,14 +20,6 @@ const STEPS: &[&str] = &[
     "portmap/rules-v6",
 ];
 
-fn records(lab: &Lab) -> usize {
-    std::fs::read_dir(lab.records.path())
-        .unwrap()
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .count()
-}
-
 fn fail_each_step(backend: &str) {
     let lab = Lab::new(&format!("pf{}", &backend[..1]));
     let (a, ra) = lab.container("ca");
@@ -62,7 +54,7 @@ fn fail_each_step(backend: &str) {
             "{step}: {:#?}",
             lab.rules_of(None, "ca")
         );
-        assert_eq!(records(&lab), 0, "{step}");
+        assert_eq!(lab.records(), 0, "{step}");
         assert_eq!(lab.route_localnet(), "0", "{step}");
         lab.portmap("ADD", &conf, "ca", a.path()).ok();
         assert!(!lab.rules_of(None, "ca").is_empty(), "{step}");

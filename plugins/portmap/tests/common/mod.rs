@@ -110,6 +110,16 @@ impl Lab {
         )
     }
 
+    /// How many attachment records portmap keeps.
+    pub fn records(&self) -> usize {
+        std::fs::read_dir(self.records.path())
+            .unwrap()
+            .flatten()
+            .filter(|d| d.path().is_dir())
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .count()
+    }
+
     pub fn route_localnet(&self) -> String {
         let key = format!("net.ipv4.conf.{}.route_localnet", self.bridge);
         self.host.sh(&["sysctl", "-n", &key]).trim().to_string()
