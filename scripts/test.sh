@@ -15,8 +15,9 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# interop and differential tests (host-local, static, tuning, bandwidth), tc
-# by cni-net's and bandwidth's.
+# interop and differential tests (host-local, static, tuning, bandwidth,
+# portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
+# by portmap's (calls without mappings start nothing).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -24,6 +25,8 @@ declare -A need=(
     [sysctl]=procps
     [nft]=nftables
     [iptables]=iptables
+    [conntrack]=conntrack
+    [strace]=strace
     [/usr/lib/cni/host-local]=containernetworking-plugins
 )
 missing=()

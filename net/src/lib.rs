@@ -14,7 +14,8 @@
 //! loop, pipelining and nfnetlink batches), [`batch`] (several changes in
 //! one round trip), [`link`], [`bridge_port`] (port VLANs), [`addr`],
 //! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
-//! netlink, in transactions), [`tc`] (qdiscs and filters), [`error`].
+//! netlink, in transactions), [`conntrack`] (connection tracking entries:
+//! list, delete), [`tc`] (qdiscs and filters), [`error`].
 //!
 //! ```no_run
 //! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
@@ -27,6 +28,7 @@
 pub mod addr;
 pub mod batch;
 pub mod bridge_port;
+pub mod conntrack;
 #[cfg(test)]
 mod crosscheck;
 pub mod error;

@@ -199,6 +199,22 @@ impl Netlink {
         .map(drop)
     }
 
+    /// The route the kernel picks for `dst` (`ip route get`): its output
+    /// link, gateway and source. `ENETUNREACH` and the like when none.
+    pub fn route_get(&self, dst: IpAddr) -> Result<RouteInfo> {
+        let mut h = [0u8; 12];
+        h[0] = crate::addr::family_of(&dst);
+        h[1] = if dst.is_ipv4() { 32 } else { 128 };
+        let mut m = Msg::new(RTM_GETROUTE, 0, &h);
+        m.attr(RTA_DST, &ip_bytes(&dst));
+        let op = format!("get route to {dst}");
+        let replies = self.request(&op, m)?;
+        replies
+            .iter()
+            .find_map(|b| RouteInfo::from_body(b))
+            .ok_or_else(|| crate::Error::other(op, "no route in the answer"))
+    }
+
     /// Routes of one family, optionally only those leaving through `oif`
     /// and/or in `table`.
     pub fn routes(

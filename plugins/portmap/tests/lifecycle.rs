@@ -1,0 +1,258 @@
+//! The protocol around the rules, with each backend: prevResult passed
+//! through in the config's version, the reference's messages, DEL without
+//! the namespace, prevResult or mappings, DEL twice, GC that spares other
+//! networks' rules, STATUS, and calls without mappings that touch nothing.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use testsupport::traffic::Server;
+
+fn maps() -> Value {
+    both(8080, None)
+}
+
+#[test]
+fn add_passes_prev_result_through_in_the_config_version() {
+    let lab = Lab::new("pp");
+    let (a, ra) = lab.container("ca");
+    for backend in ["iptables", "nftables"] {
+        let mut conf = lab.conf(None, maps(), json!({"backend": backend}));
+        conf["cniVersion"] = json!("0.4.0");
+        let out = lab
+            .portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+            .ok();
+        assert_eq!(out["cniVersion"], "0.4.0");
+        assert_eq!(out["ips"][0]["version"], "4");
+        assert_eq!(out["ips"][0]["address"], ra["ips"][0]["address"]);
+        lab.portmap("DEL", &conf, "ca", "").ok();
+    }
+    // Without mappings, prevResult comes back as it is.
+    let conf = lab.conf(None, json!([]), json!({}));
+    let out = lab
+        .portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+        .ok();
+    assert_eq!(out, ra);
+}
+
+#[test]
+fn reference_messages() {
+    let lab = Lab::new("pe");
+    let (a, ra) = lab.container("ca");
+    let conf = lab.conf(None, json!([]), json!({}));
+    // prevResult is needed even without mappings.
+    let e = lab.portmap("ADD", &conf, "ca", a.path()).err(999);
+    assert_eq!(e["msg"], "must be called as chained plugin");
+    let e = lab.portmap("CHECK", &conf, "ca", a.path()).err(999);
+    assert_eq!(e["msg"], "Required prevResult missing");
+    let bad = lab.conf(
+        None,
+        json!([{"hostPort": 0, "containerPort": 80, "protocol": "tcp"}]),
+        json!({}),
+    );
+    let e = lab
+        .portmap("ADD", &with_prev(&bad, &ra), "ca", a.path())
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to parse config: Invalid host port number: 0"
+    );
+    let e = lab.portmap("DEL", &bad, "ca", "").err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to parse config: Invalid host port number: 0"
+    );
+    let opts = lab.conf(
+        None,
+        maps(),
+        json!({"backend": "nftables", "externalSetMarkChain": "X"}),
+    );
+    let e = lab
+        .portmap("ADD", &with_prev(&opts, &ra), "ca", a.path())
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to parse config: nftables backend was requested but configuration contains iptables-specific options [externalSetMarkChain]"
+    );
+    let unknown = lab.conf(None, maps(), json!({"backend": "pf"}));
+    let e = lab
+        .portmap("ADD", &with_prev(&unknown, &ra), "ca", a.path())
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to parse config: unrecognized backend \"pf\""
+    );
+    let cond = lab.conf(
+        None,
+        maps(),
+        json!({"backend": "nftables", "conditionsV4": ["meta", "mark", "1"]}),
+    );
+    let e = lab
+        .portmap("ADD", &with_prev(&cond, &ra), "ca", a.path())
+        .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .contains("unsupported nftables condition"),
+        "{e}"
+    );
+    assert!(lab.rules_of(None, "ca").is_empty());
+    assert!(lab.host.sh(&["nft", "list", "ruleset"]).is_empty());
+}
+
+fn del_finds_rules_without_anything(backend: &str) {
+    let lab = Lab::new(&format!("pd{}", &backend[..1]));
+    let (a, ra) = lab.container("ca");
+    let _s = Server::start(&a, 80, "a");
+    let conf = lab.conf(None, maps(), json!({"backend": backend}));
+    lab.portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+        .ok();
+    assert!(!lab.rules_of(None, "ca").is_empty());
+    // The runtime lost runtimeConfig, prevResult and the namespace.
+    let bare = lab.conf(None, json!([]), json!({"backend": backend}));
+    lab.portmap("DEL", &bare, "ca", "").ok();
+    assert!(
+        lab.rules_of(None, "ca").is_empty(),
+        "{:#?}",
+        lab.rules_of(None, "ca")
+    );
+    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
+    lab.portmap("DEL", &bare, "ca", "").ok();
+    lab.portmap("DEL", &conf, "ca", "").ok();
+    // A config without the backend looks at both.
+    lab.portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+        .ok();
+    let unset = lab.conf(None, maps(), json!({}));
+    lab.portmap("DEL", &unset, "ca", "/run/netns/cnirs-gone-long-ago")
+        .ok();
+    assert!(lab.rules_of(None, "ca").is_empty());
+    assert_eq!(lab.records(), 0);
+}
+
+#[test]
+fn del_finds_rules_without_anything_iptables() {
+    del_finds_rules_without_anything("iptables");
+}
+
+#[test]
+fn del_finds_rules_without_anything_nftables() {
+    del_finds_rules_without_anything("nftables");
+}
+
+/// Two networks map ports to the same container: GC and DEL of one leave
+/// the other's rules, which still carry traffic.
+fn gc_spares_other_networks(backend: &str) {
+    let lab = Lab::new(&format!("pg{}", &backend[..1]));
+    let (a, ra) = lab.container("ca");
+    let (b, rb) = lab.container("cb");
+    let _sa = Server::start(&a, 80, "a");
+    let _sb = Server::start(&b, 80, "b");
+    let one = lab.conf(
+        Some("netone"),
+        both(8080, None),
+        json!({"backend": backend}),
+    );
+    let two = lab.conf(
+        Some("nettwo"),
+        both(8081, None),
+        json!({"backend": backend}),
+    );
+    lab.portmap("ADD", &with_prev(&one, &ra), "ca", a.path())
+        .ok();
+    lab.portmap("ADD", &with_prev(&one, &rb), "cb", b.path())
+        .ok();
+    lab.portmap("ADD", &with_prev(&two, &ra), "ca", a.path())
+        .ok();
+    let mut gc = lab.conf(Some("netone"), json!([]), json!({"backend": backend}));
+    gc["cniVersion"] = json!("1.1.0");
+    // No list: nothing removed.
+    lab.portmap("GC", &gc, "", "").ok();
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
+        Some("a")
+    );
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "cb", "ifname": "eth0"}]);
+    lab.portmap("GC", &gc, "", "").ok();
+    // netone's rules of ca are gone, cb's stay, nettwo's of ca stay.
+    assert!(lab.rules_of(Some("netone"), "cb").len() > 1);
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8081)).as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        tag("udp", &lab.outside, sock(HOST4, 8081)).as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
+        Some("b")
+    );
+    // DEL of cb in netone leaves nettwo alone too; then nettwo's DEL.
+    lab.portmap("DEL", &one, "ca", "").ok();
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8081)).as_deref(),
+        Some("a")
+    );
+    lab.portmap("DEL", &one, "cb", "").ok();
+    lab.portmap("DEL", &two, "ca", "").ok();
+    assert!(lab.rules_of(Some("netone"), "ca").is_empty());
+    assert!(lab.rules_of(Some("netone"), "cb").is_empty());
+    assert!(lab.rules_of(Some("nettwo"), "ca").is_empty());
+    let mut status = lab.conf(None, json!([]), json!({"backend": backend}));
+    status["cniVersion"] = json!("1.1.0");
+    lab.portmap("STATUS", &status, "", "").ok();
+    lab.portmap("GC", &gc, "", "").ok();
+}
+
+#[test]
+fn gc_spares_other_networks_iptables() {
+    gc_spares_other_networks("iptables");
+}
+
+#[test]
+fn gc_spares_other_networks_nftables() {
+    gc_spares_other_networks("nftables");
+}
+
+/// Without mappings, ADD and DEL open no socket and start no process
+/// (strace sees the plugin's own start only), and need no iptables on
+/// PATH nor a usable data directory.
+#[test]
+fn no_mappings_touch_nothing() {
+    let lab = Lab::new("pn");
+    let (a, ra) = lab.container("ca");
+    let mut conf = lab.conf(None, json!([]), json!({}));
+    conf["dataDir"] = json!("/proc/cnirs-nothing");
+    let dir = TempDir::new("pmwrap");
+    let wrapper = dir.join("portmap");
+    let log = dir.join("trace");
+    let script = format!(
+        "#!/bin/sh\nexec ip netns exec {} env PATH=/cnirs-nowhere /usr/bin/strace -f -qq -o {} -e trace=socket,execve {}\n",
+        lab.host.ns.name(),
+        log.display(),
+        bin().display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for cmd in ["ADD", "DEL"] {
+        let out = lab
+            .host
+            .request(cmd, &with_prev(&conf, &ra), "ca", a.path(), "eth0")
+            .run(&wrapper);
+        if cmd == "ADD" {
+            assert_eq!(out.ok(), ra);
+        } else {
+            out.ok();
+        }
+        let trace = std::fs::read_to_string(&log).unwrap();
+        let calls: Vec<&str> = trace.lines().filter(|l| !l.contains("exited")).collect();
+        assert_eq!(calls.len(), 1, "{cmd}: {trace}");
+        assert!(calls[0].contains("execve("), "{trace}");
+    }
+}
