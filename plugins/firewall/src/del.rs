@@ -1,0 +1,87 @@
+//! DEL: idempotent and best effort, without the netns and without
+//! `prevResult`. The addresses are `prevResult`'s and the record's; with
+//! the backend configured only that backend is looked at, else every one
+//! that is usable here (the rules may come from another configuration).
+//!
+//! - iptables: the two rules of each address, unless another attachment
+//!   recorded the same address (a stale DEL after the address was reused
+//!   must not open the live container's rules); shared chains, jumps and
+//!   bridge rules stay, as in the reference.
+//! - nftables: every rule commented with the attachment's owner.
+//! - firewalld: the addresses' sources.
+//!
+//! An unknown `ingressPolicy` does not fail DEL (the reference fails it
+//! after removing the rules, so a runtime retries forever).
+
+use std::net::IpAddr;
+
+use cni_firewall::{Backend, Scope};
+use cni_net::Netlink;
+use skel::{CmdArgs, Error};
+
+use crate::config::Config;
+use crate::record;
+use crate::{firewalld, iptables, nft};
+
+pub fn del(args: &CmdArgs) -> Result<(), Error> {
+    let conf = Config::parse(&args.stdin)?;
+    let (cid, ifname) = (args.container_id.as_str(), args.ifname.as_str());
+    let mut ips = conf.addrs();
+    if let Some(r) = record::read(&conf.data_dir, &conf.name, cid, ifname) {
+        for a in r.addrs {
+            if !ips.contains(&a) {
+                ips.push(a);
+            }
+        }
+    }
+    let held = record::held_elsewhere(&conf.data_dir, &conf.name, cid, ifname);
+    let mut errors = Vec::new();
+    remove(&conf, cid, &ips, &held, true, &mut errors);
+    if errors.is_empty() {
+        record::remove(&conf.data_dir, &conf.name, cid, ifname)
+    } else {
+        Err(Error::internal(errors.join("; ")))
+    }
+}
+
+/// Remove one attachment's rules (`ips`, except those `held` by other
+/// attachments, for iptables and firewalld; nftables rules too when
+/// `nftables`); failures into `errors`.
+pub fn remove(
+    conf: &Config,
+    cid: &str,
+    ips: &[IpAddr],
+    held: &[IpAddr],
+    nftables: bool,
+    errors: &mut Vec<String>,
+) {
+    let scope = Scope::of(conf.configured());
+    let mine: Vec<IpAddr> = ips.iter().copied().filter(|i| !held.contains(i)).collect();
+    let keep = |e: &cni_firewall::Error| !(scope == Scope::Every && e.is_unavailable());
+    if scope.includes(Backend::Iptables) && !mine.is_empty() {
+        errors.extend(
+            iptables::del(&mine)
+                .iter()
+                .filter(|e| keep(e))
+                .map(|e| e.to_string()),
+        );
+    }
+    if nftables && scope.includes(Backend::Nftables) {
+        let owner = nft::owner(&conf.name, cid);
+        let r = Netlink::host()
+            .map_err(cni_firewall::Error::from)
+            .and_then(|nl| nft::del(&nl, &owner));
+        if let Err(e) = r.as_ref()
+            && keep(e)
+        {
+            errors.push(e.to_string());
+        }
+    }
+    let firewalld = scope == Scope::Only(Backend::Firewalld) || firewalld::running();
+    if firewalld
+        && !mine.is_empty()
+        && let Err(e) = firewalld::del(&conf.zone, &mine)
+    {
+        errors.push(e.msg);
+    }
+}

@@ -1,0 +1,2 @@
+#![no_main]
+skel::plugin_main!(firewall::Firewall);

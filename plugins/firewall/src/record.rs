@@ -1,0 +1,176 @@
+//! A record per attachment, written by ADD before it installs anything:
+//! `<dataDir>/<network>/<containerID>_<ifname>` (default dataDir
+//! `/run/cni/firewall`; the rules do not outlive a reboot, neither do the
+//! records), JSON with `containerID`, `ifname`, `backend` and `addrs`.
+//!
+//! The reference's iptables rules name only the container's address (so
+//! the Go plugin can delete ours and we its, rule for rule), which leaves
+//! DEL without `prevResult` nothing to go by: the record gives DEL and GC
+//! the addresses. It also keeps DEL from removing the rules of an address
+//! another live attachment holds (a stale DEL after the address was
+//! reused: the reference removes the live container's rules).
+
+use std::fs;
+use std::io::ErrorKind;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use skel::Error;
+
+/// One attachment's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+    pub backend: String,
+    pub addrs: Vec<IpAddr>,
+}
+
+fn dir(data_dir: &Path, network: &str) -> PathBuf {
+    data_dir.join(network)
+}
+
+fn file_name(cid: &str, ifname: &str) -> String {
+    format!("{cid}_{ifname}")
+}
+
+fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
+    Error::internal(format!("{what} {}: {}", path.display(), skel::io_text(e)))
+}
+
+/// Write `r` under `data_dir` (a temporary file renamed into place).
+pub fn write(data_dir: &Path, r: &Record) -> Result<(), Error> {
+    let d = dir(data_dir, &r.network);
+    fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
+    let name = file_name(&r.container_id, &r.ifname);
+    let path = d.join(&name);
+    let tmp = d.join(format!(".{name}.tmp"));
+    let addrs: Vec<String> = r.addrs.iter().map(|a| a.to_string()).collect();
+    let doc = json!({"containerID": r.container_id, "ifname": r.ifname,
+        "backend": r.backend, "addrs": addrs});
+    fs::write(&tmp, doc.to_string()).map_err(|e| io_error("write", &tmp, &e))?;
+    fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))
+}
+
+/// Remove the attachment's record; a missing one is fine.
+pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result<(), Error> {
+    let path = dir(data_dir, network).join(file_name(cid, ifname));
+    match fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_error("remove", &path, &e)),
+    }
+}
+
+/// The attachment's record, if there is one.
+pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
+    parse(
+        network,
+        &fs::read(dir(data_dir, network).join(file_name(cid, ifname))).ok()?,
+    )
+}
+
+fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let addrs = v["addrs"]
+        .as_array()?
+        .iter()
+        .filter_map(|a| a.as_str()?.parse().ok())
+        .collect();
+    Some(Record {
+        network: network.to_string(),
+        container_id: v["containerID"].as_str()?.to_string(),
+        ifname: v["ifname"].as_str()?.to_string(),
+        backend: v["backend"].as_str().unwrap_or_default().to_string(),
+        addrs,
+    })
+}
+
+/// The records of `network`.
+pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
+    let Ok(entries) = fs::read_dir(dir(data_dir, network)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+        .filter_map(|e| parse(network, &fs::read(e.path()).ok()?))
+        .collect()
+}
+
+/// Every record of every network.
+pub fn all(data_dir: &Path) -> Vec<Record> {
+    let Ok(nets) = fs::read_dir(data_dir) else {
+        return Vec::new();
+    };
+    nets.flatten()
+        .filter(|n| n.path().is_dir())
+        .filter_map(|n| n.file_name().into_string().ok())
+        .flat_map(|n| of_network(data_dir, &n))
+        .collect()
+}
+
+/// The addresses held by attachments other than `(network, cid, ifname)`:
+/// their rules must stay.
+pub fn held_elsewhere(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Vec<IpAddr> {
+    all(data_dir)
+        .into_iter()
+        .filter(|r| !(r.network == network && r.container_id == cid && r.ifname == ifname))
+        .flat_map(|r| r.addrs)
+        .collect()
+}
+
+/// An exclusive lock on `<dataDir>/.lock`, held while ADD reads and
+/// writes the shared chains: two ADDs at once would each find a shared
+/// chain or rule missing and both create it (an iptables chain declared
+/// twice is flushed by the second).
+pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
+    fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
+    let path = data_dir.join(".lock");
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error("open", &path, &e))?;
+    f.lock().map_err(|e| io_error("lock", &path, &e))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_held_addresses() {
+        let d = std::env::temp_dir().join(format!("cnirs-fwrec-{}", std::process::id()));
+        let r = Record {
+            network: "n1".into(),
+            container_id: "c1".into(),
+            ifname: "eth0".into(),
+            backend: "iptables".into(),
+            addrs: vec!["10.240.0.2".parse().unwrap(), "fd40::2".parse().unwrap()],
+        };
+        write(&d, &r).unwrap();
+        let other = Record {
+            network: "n2".into(),
+            container_id: "c1".into(),
+            addrs: vec!["10.240.9.2".parse().unwrap()],
+            ..r.clone()
+        };
+        write(&d, &other).unwrap();
+        assert_eq!(read(&d, "n1", "c1", "eth0"), Some(r.clone()));
+        assert_eq!(of_network(&d, "n1"), vec![r.clone()]);
+        assert_eq!(all(&d).len(), 2);
+        assert_eq!(
+            held_elsewhere(&d, "n1", "c1", "eth0"),
+            vec!["10.240.9.2".parse::<IpAddr>().unwrap()]
+        );
+        remove(&d, "n1", "c1", "eth0").unwrap();
+        remove(&d, "n1", "c1", "eth0").unwrap();
+        assert_eq!(read(&d, "n1", "c1", "eth0"), None);
+        let _ = fs::remove_dir_all(&d);
+    }
+}
