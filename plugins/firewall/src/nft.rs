@@ -7,8 +7,8 @@
 //!   chain forward {                            # type filter hook forward priority 0; policy accept
 //!     jump isolation_stage_1                   # comment "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)"
 //!     jump admin                               # comment "CNI firewall plugin admin overrides"
-//!     ip daddr <ip> ct state established,related accept   # comment `name: "<net>" id: "<cid>"`
-//!     ip saddr <ip> accept                                 # comment `name: "<net>" id: "<cid>"`
+//!     ip daddr <ip> ct state established,related accept   # comment "name: <net> id: <cid>"
+//!     ip saddr <ip> accept                                 # comment "name: <net> id: <cid>"
 //!   }
 //!   chain admin { }                            # the admin's own rules
 //!   chain isolation_stage_1 {
@@ -75,12 +75,14 @@ fn spec(chain: &'static str, rule: Rule, text: String) -> Spec {
     Spec { chain, rule, text }
 }
 
-/// The first part of the comments of a network's rules: `name: "<net>"
-/// id: `, or, when that leaves no room for a container ID within the
-/// 128 bytes the kernel keeps, `name-sha512: <16 hex> id: `.
+/// The first part of the comments of a network's rules: `name: <net>
+/// id: `, or, when that leaves no room for a 64-byte container ID within
+/// the 128 bytes `nft` takes, `name-sha512: <16 hex> id: `. No quotes:
+/// `nft list` prints comments between quotes without escaping, and its
+/// output must stay valid `nft -f` input.
 pub fn network_prefix(net: &str) -> String {
-    let plain = format!("name: {} id: ", skel::gojson::quote(net));
-    if plain.len() + 66 <= cni_net::nftables::COMMENT_MAX {
+    let plain = format!("name: {net} id: ");
+    if plain.len() + 64 <= cni_net::nftables::COMMENT_MAX && !net.contains('"') {
         plain
     } else {
         format!("name-sha512: {} id: ", skel::sha512::hex_prefix(net, 16))
@@ -88,12 +90,11 @@ pub fn network_prefix(net: &str) -> String {
 }
 
 /// The comment of an attachment's rules (the container ID hashed too if
-/// it is longer than 64 bytes).
+/// it does not fit).
 pub fn owner(net: &str, cid: &str) -> String {
     let prefix = network_prefix(net);
-    let quoted = skel::gojson::quote(cid);
-    if prefix.len() + quoted.len() <= cni_net::nftables::COMMENT_MAX {
-        prefix + &quoted
+    if prefix.len() + cid.len() <= cni_net::nftables::COMMENT_MAX && !cid.contains('"') {
+        prefix + cid
     } else {
         format!("{prefix}sha512:{}", skel::sha512::hex_prefix(cid, 16))
     }
@@ -324,7 +325,7 @@ mod tests {
 
     #[test]
     fn owner_comments_fit() {
-        assert_eq!(owner("n", "c1"), "name: \"n\" id: \"c1\"");
+        assert_eq!(owner("n", "c1"), "name: n id: c1");
         assert!(owner("n", "c1").starts_with(&network_prefix("n")));
         let long = "x".repeat(100);
         let o = owner(&long, &"a".repeat(64));
