@@ -113,12 +113,12 @@ pub fn addr_rules(ip: IpAddr, owner: &str) -> [Spec; 2] {
                 .ct_state(est)
                 .accept()
                 .comment(owner),
-            format!("{v} daddr {ip} ct state established,related accept comment {owner:?}"),
+            format!("{v} daddr {ip} ct state established,related accept comment \"{owner}\""),
         ),
         spec(
             FORWARD,
             Rule::new().saddr(host).accept().comment(owner),
-            format!("{v} saddr {ip} accept comment {owner:?}"),
+            format!("{v} saddr {ip} accept comment \"{owner}\""),
         ),
     ]
 }
@@ -312,7 +312,7 @@ pub fn check(
     all.extend(iso.map(isolation_rules).unwrap_or_default());
     match all.iter().find(|s| !has(&listed, s)) {
         Some(s) => Err(Error::internal(format!(
-            "expected rule \"{}\" in chain {t} {} not found",
+            "expected rule [{}] in chain {t} {} not found",
             s.text, s.chain
         ))),
         None => Ok(()),

@@ -1,0 +1,270 @@
+//! The verbs without traffic, on both backends, with a bridge-shaped
+//! prevResult in a throwaway host namespace: DEL without netns or
+//! prevResult (twice), CHECK after a rule is removed, GC, the
+//! reference's messages, an address another attachment holds, VERSION
+//! and the about text nerdctl reads.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::{Value, json};
+
+const BACKENDS: [&str; 2] = ["iptables", "nftables"];
+
+fn added(lab: &Lab, backend: &str, cid: &str, ips: &[&str]) -> Value {
+    let conf = lab.conf(
+        &lab.a.name,
+        json!({"backend": backend, "ingressPolicy": "same-bridge"}),
+    );
+    let conf = with_prev(&conf, &prev(&lab.a.bridge, ips));
+    lab.firewall("ADD", &conf, cid, "/x").ok();
+    conf
+}
+
+fn bare(lab: &Lab, backend: &str) -> Value {
+    lab.conf(&lab.a.name, json!({"backend": backend}))
+}
+
+#[test]
+fn del_needs_neither_netns_nor_prev_result_and_is_idempotent() {
+    let lab = Lab::new("fwl");
+    for backend in BACKENDS {
+        added(&lab, backend, "c1", &["10.240.80.2/24", "fd40:80::2/64"]);
+        assert_eq!(
+            lab.rules_of("10.240.80.2", "c1").len(),
+            2 + 2 * (backend == "nftables") as usize
+        );
+        assert_eq!(lab.records(), 1);
+        for _ in 0..2 {
+            lab.firewall("DEL", &bare(&lab, backend), "c1", "").ok();
+            assert_eq!(lab.rules_of("10.240.80.2", "c1"), Vec::<String>::new());
+            assert_eq!(lab.rules_of("fd40:80::2", "c1"), Vec::<String>::new());
+            assert_eq!(lab.records(), 0);
+        }
+    }
+    // With the backend unset, DEL looks at both.
+    added(&lab, "nftables", "c2", &["10.240.80.3/24"]);
+    added(&lab, "iptables", "c3", &["10.240.80.4/24"]);
+    for cid in ["c2", "c3"] {
+        lab.firewall("DEL", &lab.conf(&lab.a.name, json!({})), cid, "")
+            .ok();
+    }
+    assert_eq!(lab.rules_of("10.240.80.3", "c2"), Vec::<String>::new());
+    assert_eq!(lab.rules_of("10.240.80.4", "c3"), Vec::<String>::new());
+}
+
+#[test]
+fn check_fails_once_a_rule_is_gone() {
+    let lab = Lab::new("fwl");
+    let conf = added(&lab, "iptables", "c1", &["10.240.80.2/24"]);
+    lab.firewall("CHECK", &conf, "c1", "/x").ok();
+    lab.host.ns.exec(&[
+        "iptables",
+        "-D",
+        "CNI-FORWARD",
+        "-s",
+        "10.240.80.2/32",
+        "-j",
+        "ACCEPT",
+    ]);
+    let e = lab.firewall("CHECK", &conf, "c1", "/x").err(999);
+    assert_eq!(
+        e["msg"],
+        "expected rule [-s 10.240.80.2/32 -j ACCEPT] not found"
+    );
+    lab.firewall("ADD", &conf, "c1", "/x").ok();
+    lab.firewall("CHECK", &conf, "c1", "/x").ok();
+    lab.host
+        .ns
+        .exec(&["iptables", "-F", "CNI-ISOLATION-STAGE-2"]);
+    let e = lab.firewall("CHECK", &conf, "c1", "/x").err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("expected CNI-ISOLATION-STAGE-2 rule [-o "),
+        "{e}"
+    );
+
+    let conf = added(&lab, "nftables", "c2", &["fd40:80::3/64"]);
+    lab.firewall("CHECK", &conf, "c2", "/x").ok();
+    let listed = lab.host.sh(&[
+        "nft",
+        "-a",
+        "list",
+        "chain",
+        "inet",
+        "cni_plugins_firewall",
+        "forward",
+    ]);
+    let handle = listed
+        .lines()
+        .find(|l| l.contains("ip6 saddr fd40:80::3 accept"))
+        .and_then(|l| l.rsplit("# handle ").next())
+        .unwrap()
+        .trim()
+        .to_string();
+    lab.host.ns.exec(&[
+        "nft",
+        "delete",
+        "rule",
+        "inet",
+        "cni_plugins_firewall",
+        "forward",
+        "handle",
+        &handle,
+    ]);
+    let e = lab.firewall("CHECK", &conf, "c2", "/x").err(999);
+    assert_eq!(
+        e["msg"],
+        format!(
+            "expected rule [ip6 saddr fd40:80::3 accept comment \"name: {} id: c2\"] in chain inet cni_plugins_firewall forward not found",
+            lab.a.name
+        )
+    );
+}
+
+#[test]
+fn gc_removes_the_rules_of_attachments_no_longer_valid() {
+    let lab = Lab::new("fwl");
+    for backend in BACKENDS {
+        added(&lab, backend, "old", &["10.240.80.2/24", "fd40:80::2/64"]);
+        added(&lab, backend, "live", &["10.240.80.3/24"]);
+        let mut conf = bare(&lab, backend);
+        conf["cniVersion"] = json!("1.1.0");
+        lab.firewall("GC", &conf, "", "").ok();
+        assert_eq!(
+            lab.rules_of("10.240.80.2", "old").len(),
+            2 + 2 * (backend == "nftables") as usize
+        );
+        conf["cni.dev/valid-attachments"] = json!([{"containerID": "live", "ifname": "eth0"}]);
+        lab.firewall("GC", &conf, "", "").ok();
+        assert_eq!(lab.rules_of("10.240.80.2", "old"), Vec::<String>::new());
+        assert_eq!(lab.rules_of("fd40:80::2", "old"), Vec::<String>::new());
+        assert!(!lab.rules_of("10.240.80.3", "live").is_empty());
+        assert_eq!(lab.records(), 1);
+        lab.firewall("DEL", &conf, "live", "").ok();
+        assert_eq!(lab.rules_of("10.240.80.3", "live"), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_stale_del_spares_an_address_another_attachment_holds() {
+    let lab = Lab::new("fwl");
+    let conf = added(&lab, "iptables", "old", &["10.240.80.2/24"]);
+    added(&lab, "iptables", "new", &["10.240.80.2/24"]);
+    // The runtime deletes the old container late, with its prevResult.
+    lab.firewall("DEL", &conf, "old", "").ok();
+    assert_eq!(lab.rules_of("10.240.80.2", "").len(), 2);
+    lab.firewall("DEL", &bare(&lab, "iptables"), "new", "").ok();
+    assert_eq!(lab.rules_of("10.240.80.2", ""), Vec::<String>::new());
+}
+
+#[test]
+fn reference_messages_and_nothing_changed_on_refusal() {
+    let lab = Lab::new("fwl");
+    let before = (lab.iptables(), lab.nft());
+    let e = lab
+        .firewall("ADD", &bare(&lab, "iptables"), "c1", "/x")
+        .err(999);
+    assert_eq!(e["msg"], "missing prevResult from earlier plugin");
+    let e = lab
+        .firewall("CHECK", &bare(&lab, "iptables"), "c1", "/x")
+        .err(999);
+    assert_eq!(e["msg"], "missing prevResult from earlier plugin");
+    let conf = lab.conf(&lab.a.name, json!({"ingressPolicy": "strict"}));
+    let conf = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.80.2/24"]));
+    let e = lab.firewall("ADD", &conf, "c1", "/x").err(999);
+    assert_eq!(e["msg"], "unknown ingress policy: \"strict\"");
+    let conf = lab.conf(&lab.a.name, json!({"ingressPolicy": "isolated"}));
+    let p = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.240.80.2/24"}]});
+    let e = lab
+        .firewall("ADD", &with_prev(&conf, &p), "c1", "/x")
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "interface needs to be set for ingress policy \"isolated\", make sure to chain \"firewall\" plugin with \"bridge\""
+    );
+    assert_eq!((lab.iptables(), lab.nft()), before);
+    assert_eq!(lab.records(), 0);
+    // A 0.3.1 config: not a version the plugin supports, as the reference.
+    let mut old = with_prev(
+        &bare(&lab, "iptables"),
+        &prev(&lab.a.bridge, &["10.240.80.2/24"]),
+    );
+    old["cniVersion"] = json!("0.3.1");
+    lab.firewall("ADD", &old, "c1", "/x").err(1);
+    // firewalld, configured, refuses clearly until its client exists.
+    let conf = lab.conf(&lab.a.name, json!({"backend": "firewalld"}));
+    let e = lab
+        .firewall(
+            "ADD",
+            &with_prev(&conf, &prev(&lab.a.bridge, &["10.240.80.2/24"])),
+            "c1",
+            "/x",
+        )
+        .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("firewalld backend is not available"),
+        "{e}"
+    );
+    assert_eq!((lab.iptables(), lab.nft()), before);
+    assert_eq!(lab.records(), 0);
+}
+
+#[test]
+fn version_lists_0_4_0_and_later() {
+    let lab = Lab::new("fwl");
+    let r = lab
+        .firewall("VERSION", &json!({"cniVersion": "1.0.0"}), "", "")
+        .ok();
+    assert_eq!(r["supportedVersions"], json!(["0.4.0", "1.0.0", "1.1.0"]));
+}
+
+/// nerdctl's check (`pkg/netutil`, `FirewallPluginGEQVersion`): run the
+/// bare binary, exit status 0, the first stderr line starting with `CNI
+/// firewall plugin ` holds a semver (leading `v` allowed) compared with
+/// `v1.7.1`; below it, nerdctl falls back from `isolated` to
+/// `same-bridge`.
+#[test]
+fn the_about_text_makes_nerdctl_enable_isolated() {
+    let out = Command::new(bin()).env_clear().output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let v = stderr
+        .split('\n')
+        .find_map(|l| l.strip_prefix("CNI firewall plugin "))
+        .expect("no line starts with \"CNI firewall plugin \"");
+    let v = semver(v).unwrap_or_else(|| panic!("not a semver: {v:?}"));
+    assert!(v >= (1, 7, 1, true), "{stderr}");
+    assert_eq!(semver("v1.7.1-rc1"), Some((1, 7, 1, false)));
+    assert!(semver("version unknown").is_none());
+}
+
+/// Masterminds' `NewVersion` reduced to what the comparison needs:
+/// major, minor, patch and whether it is a release (a prerelease sorts
+/// lower; build metadata is ignored).
+fn semver(s: &str) -> Option<(u64, u64, u64, bool)> {
+    let s = s.trim().strip_prefix('v').unwrap_or(s.trim());
+    let s = s.split('+').next()?;
+    let (core, pre) = match s.split_once('-') {
+        Some((c, _)) => (c, true),
+        None => (s, false),
+    };
+    let mut n = core.split('.').map(|p| p.parse::<u64>().ok());
+    let v = (
+        n.next()??,
+        n.next().unwrap_or(Some(0))?,
+        n.next().unwrap_or(Some(0))?,
+    );
+    if n.next().is_some() {
+        return None;
+    }
+    Some((v.0, v.1, v.2, !pre))
+}
