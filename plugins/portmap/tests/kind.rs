@@ -88,7 +88,10 @@ impl Kind {
     /// The network's portmap rules in the host namespace, either backend.
     fn rules(&self) -> Vec<String> {
         let net = format!("name: \\\"{}\\\"", self.name);
-        let mut rules = self.lab.host.rules(std::slice::from_ref(&self.name), &[net]);
+        let mut rules = self
+            .lab
+            .host
+            .rules(std::slice::from_ref(&self.name), &[net]);
         rules.retain(|r| r.starts_with("-A") || !r.starts_with('-'));
         rules
     }
