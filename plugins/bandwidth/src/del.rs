@@ -96,8 +96,11 @@ fn stale(link: &Link, network: &str, keep: &HashSet<String>) -> bool {
             .is_some()
 }
 
+/// Remove an IFB device. The kernel's wait for the device's last
+/// references (an RCU barrier, most of a DEL) is left to a child process,
+/// as ptp and bridge do for the veth: the name is free when this returns.
 fn remove(host: &Netlink, link: &Link) -> Result<(), Error> {
-    match host.delete_link(link) {
+    match host.delete_link_detached(link) {
         Err(e) if !e.is_not_found() => Err(failed("delete ifb device")(e)),
         _ => Ok(()),
     }

@@ -229,6 +229,23 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
     assert!(pod.ifbs().is_empty());
 }
 
+/// DEL leaves the kernel's wait for the IFB's last references to a child
+/// process; the device and its name must still be gone when DEL returns,
+/// so an ADD right after it (a restarted pod) never meets the old IFB.
+#[test]
+fn add_right_after_del_finds_the_name_free() {
+    let pod = Pod::new("bwr");
+    let conf = pod.conf("1.0.0", LIMITS());
+    for round in 0..10 {
+        pod.call("ADD", &conf).ok();
+        pod.call("DEL", &conf).ok();
+        assert!(!pod.has_link(&pod.ifb()), "round {round}");
+    }
+    pod.call("ADD", &conf).ok();
+    assert_eq!(pod.ifbs(), vec![pod.ifb()]);
+    pod.call("DEL", &conf).ok();
+}
+
 #[test]
 fn del_leaves_a_device_that_is_not_an_ifb() {
     let pod = Pod::new("bwn");

@@ -6,6 +6,10 @@
 
 #![allow(dead_code)]
 
+mod chain;
+#[allow(unused_imports)]
+pub use chain::Chain;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
