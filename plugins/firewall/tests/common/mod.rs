@@ -175,3 +175,10 @@ pub fn prev(bridge: &str, ips: &[&str]) -> Value {
         "interfaces": [{"name": bridge}, {"name": "veth0"}, {"name": "eth0", "sandbox": "/x"}],
         "ips": ips})
 }
+
+/// portmap's runner of a runtime's default network list through our
+/// `cnitool` (one copy of it, shared by these tests).
+#[path = "../../../portmap/tests/common/chain.rs"]
+pub mod chain;
+
+pub mod runtime;
