@@ -232,7 +232,7 @@ impl Building {
     }
 
     fn rule(&mut self, save: &Save, r: &Rule, pos: Pos) {
-        if r.is_in(save) {
+        if r.is_in(save) || self.undo_rules.contains(r) {
             return;
         }
         match pos {

@@ -25,6 +25,8 @@ pub mod firewalld;
 pub mod gc;
 pub mod iptables;
 pub mod nft;
+#[cfg(test)]
+mod proptests;
 pub mod record;
 
 use skel::{CmdArgs, Outcome, Reply};
