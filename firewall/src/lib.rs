@@ -35,7 +35,9 @@
 //! # Ok(()) }
 //! ```
 
+mod dbus;
 pub mod error;
+pub mod firewalld;
 pub mod ipmasq;
 pub mod iptables;
 pub mod nft;

@@ -1,0 +1,222 @@
+//! A blocking connection to a bus: address, SASL `EXTERNAL`
+//! authentication, `Hello`, and method calls that wait for their reply
+//! with a deadline.
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::{SocketAddr, UnixStream};
+use std::time::{Duration, Instant};
+
+use super::message::{self, ERROR, METHOD_RETURN, Message};
+use super::wire::Value;
+use super::{BUS_INTERFACE, BUS_NAME, BUS_PATH, Error};
+
+/// Where the system bus is when `DBUS_SYSTEM_BUS_ADDRESS` is unset.
+pub const SYSTEM_BUS_DEFAULT: &str = "unix:path=/run/dbus/system_bus_socket";
+
+/// The longest the bus may answer an authentication line.
+const MAX_LINE: usize = 1024;
+
+/// The system bus address: `DBUS_SYSTEM_BUS_ADDRESS`, else the default
+/// socket, as libdbus and godbus decide.
+pub fn system_bus_address() -> String {
+    std::env::var("DBUS_SYSTEM_BUS_ADDRESS")
+        .ok()
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| SYSTEM_BUS_DEFAULT.to_string())
+}
+
+/// A socket of one address entry: `unix:path=...` or `unix:abstract=...`
+/// (values `%`-escaped); other transports are not ours to speak.
+pub fn parse_address(entry: &str) -> Result<SocketAddr, String> {
+    let Some(params) = entry.strip_prefix("unix:") else {
+        return Err(format!("unsupported bus address {entry:?}"));
+    };
+    for kv in params.split(',') {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let v = unescape(v).ok_or_else(|| format!("bad escape in bus address {entry:?}"))?;
+        let addr = match k {
+            "path" => SocketAddr::from_pathname(std::ffi::OsStr::from_bytes(&v)),
+            "abstract" => SocketAddr::from_abstract_name(&v),
+            _ => continue,
+        };
+        return addr.map_err(|e| format!("bus address {entry:?}: {}", skel::io_text(&e)));
+    }
+    Err(format!("bus address {entry:?} has no path"))
+}
+
+fn unescape(v: &str) -> Option<Vec<u8>> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// An authenticated connection that has said `Hello`.
+pub struct Conn {
+    sock: UnixStream,
+    rbuf: Vec<u8>,
+    serial: u32,
+    timeout: Duration,
+}
+
+impl Conn {
+    /// Connect to `address` (entries separated by `;`, tried in order),
+    /// authenticate and say `Hello`, each step within `timeout`.
+    pub fn open(address: &str, timeout: Duration) -> Result<Conn, Error> {
+        let mut why = Vec::new();
+        for entry in address.split(';').filter(|e| !e.is_empty()) {
+            match parse_address(entry).and_then(|a| {
+                UnixStream::connect_addr(&a).map_err(|e| format!("connect to {entry}: {}", skel::io_text(&e)))
+            }) {
+                Ok(sock) => return Conn::start(sock, timeout),
+                Err(e) => why.push(e),
+            }
+        }
+        if why.is_empty() {
+            why.push("empty bus address".to_string());
+        }
+        Err(Error::NoBus(why.join("; ")))
+    }
+
+    fn start(sock: UnixStream, timeout: Duration) -> Result<Conn, Error> {
+        let mut c = Conn {
+            sock,
+            rbuf: Vec::new(),
+            serial: 0,
+            timeout,
+        };
+        let deadline = Instant::now() + timeout;
+        c.auth(deadline)?;
+        let hello = Message::call(BUS_NAME, BUS_PATH, BUS_INTERFACE, "Hello", vec![]);
+        c.call(hello)?;
+        Ok(c)
+    }
+
+    /// SASL `EXTERNAL` with our effective uid in hex of its decimal text:
+    /// the bus compares it with the socket's peer credentials.
+    fn auth(&mut self, deadline: Instant) -> Result<(), Error> {
+        let uid = nix::unistd::geteuid().as_raw().to_string();
+        let hex: String = uid.bytes().map(|b| format!("{b:02x}")).collect();
+        self.send(format!("\0AUTH EXTERNAL {hex}\r\n").as_bytes(), deadline)?;
+        let line = self.read_line(deadline)?;
+        if !line.starts_with("OK ") {
+            return Err(Error::NoBus(format!(
+                "bus refused authentication as uid {uid}: {line}"
+            )));
+        }
+        self.send(b"BEGIN\r\n", deadline)
+    }
+
+    fn read_line(&mut self, deadline: Instant) -> Result<String, Error> {
+        loop {
+            if let Some(end) = self.rbuf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.rbuf[..end]).into_owned();
+                self.rbuf.drain(..end + 2);
+                return Ok(line);
+            }
+            if self.rbuf.len() > MAX_LINE {
+                return Err(Error::Failed("bus sent an overlong line".into()));
+            }
+            self.fill(deadline)?;
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Error> {
+        self.sock
+            .set_write_timeout(Some(remaining(deadline)?))
+            .and_then(|()| self.sock.write_all(bytes))
+            .map_err(|e| io_error("write to the bus", e))
+    }
+
+    /// Read what the bus has sent, waiting at most until `deadline`.
+    fn fill(&mut self, deadline: Instant) -> Result<(), Error> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            self.sock
+                .set_read_timeout(Some(remaining(deadline)?))
+                .map_err(|e| io_error("read from the bus", e))?;
+            match self.sock.read(&mut chunk) {
+                Ok(0) => return Err(Error::Failed("the bus closed the connection".into())),
+                Ok(n) => {
+                    self.rbuf.extend_from_slice(&chunk[..n]);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error("read from the bus", e)),
+            }
+        }
+    }
+
+    fn read_message(&mut self, deadline: Instant) -> Result<Message, Error> {
+        while self.rbuf.len() < 16 {
+            self.fill(deadline)?;
+        }
+        let len = message::frame_len(&self.rbuf[..16]).map_err(malformed)?;
+        while self.rbuf.len() < len {
+            self.fill(deadline)?;
+        }
+        let m = Message::decode(&self.rbuf[..len]).map_err(malformed);
+        self.rbuf.drain(..len);
+        m
+    }
+
+    /// Send `m` and wait for its reply: the reply's body, or the error it
+    /// carries. Anything else the bus sends meanwhile (signals such as
+    /// `NameAcquired`) is skipped.
+    pub fn call(&mut self, mut m: Message) -> Result<Vec<Value>, Error> {
+        let deadline = Instant::now() + self.timeout;
+        self.serial = self.serial.wrapping_add(1).max(1);
+        m.serial = self.serial;
+        let bytes = m.encode().map_err(|e| Error::Failed(e.to_string()))?;
+        self.send(&bytes, deadline)?;
+        loop {
+            let r = self.read_message(deadline)?;
+            if r.reply_serial != Some(m.serial) {
+                continue;
+            }
+            match r.kind {
+                METHOD_RETURN => return Ok(r.body),
+                ERROR => {
+                    let message = match r.body.first() {
+                        Some(Value::Str(s)) => s.clone(),
+                        _ => String::new(),
+                    };
+                    let name = r.error_name.unwrap_or_default();
+                    return Err(Error::Reply { name, message });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn remaining(deadline: Instant) -> Result<Duration, Error> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Error::Timeout);
+    }
+    Ok(left)
+}
+
+fn io_error(what: &str, e: std::io::Error) -> Error {
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::Timeout,
+        _ => Error::Failed(format!("{what}: {}", skel::io_text(&e))),
+    }
+}
+
+fn malformed(e: super::wire::WireError) -> Error {
+    Error::Failed(format!("malformed message from the bus: {e}"))
+}
