@@ -78,7 +78,8 @@ impl Conn {
         let mut why = Vec::new();
         for entry in address.split(';').filter(|e| !e.is_empty()) {
             match parse_address(entry).and_then(|a| {
-                UnixStream::connect_addr(&a).map_err(|e| format!("connect to {entry}: {}", skel::io_text(&e)))
+                UnixStream::connect_addr(&a)
+                    .map_err(|e| format!("connect to {entry}: {}", skel::io_text(&e)))
             }) {
                 Ok(sock) => return Conn::start(sock, timeout),
                 Err(e) => why.push(e),

@@ -84,7 +84,10 @@ impl Message {
         field(FIELD_DESTINATION, self.destination.clone().map(Value::Str));
         field(FIELD_SENDER, self.sender.clone().map(Value::Str));
         let sig = self.signature();
-        field(FIELD_SIGNATURE, (!sig.is_empty()).then_some(Value::Sig(sig)));
+        field(
+            FIELD_SIGNATURE,
+            (!sig.is_empty()).then_some(Value::Sig(sig)),
+        );
 
         let mut w = Writer::new();
         w.buf.extend_from_slice(&[b'l', self.kind, self.flags, 1]);
@@ -166,7 +169,10 @@ impl Message {
         };
         match ok {
             true => Ok(()),
-            false => bad(format!("message of type {} lacks a required field", self.kind)),
+            false => bad(format!(
+                "message of type {} lacks a required field",
+                self.kind
+            )),
         }
     }
 }

@@ -11,6 +11,9 @@ pub mod conn;
 pub mod message;
 pub mod wire;
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 
 pub use conn::Conn;

@@ -420,9 +420,8 @@ impl<'a> Reader<'a> {
     fn container(&mut self, inner: &str, make: impl Fn(Vec<Value>) -> Value) -> Res<Value> {
         self.align(8)?;
         self.structs += 1;
-        let fields = split_signature(inner).and_then(|types| {
-            types.iter().map(|t| self.value(t)).collect::<Res<Vec<_>>>()
-        });
+        let fields = split_signature(inner)
+            .and_then(|types| types.iter().map(|t| self.value(t)).collect::<Res<Vec<_>>>());
         self.structs -= 1;
         Ok(make(fields?))
     }
