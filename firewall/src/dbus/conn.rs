@@ -221,3 +221,177 @@ fn io_error(what: &str, e: std::io::Error) -> Error {
 fn malformed(e: super::wire::WireError) -> Error {
     Error::Failed(format!("malformed message from the bus: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn addresses() {
+        let a = parse_address("unix:path=/run/x%20y/bus,guid=00").unwrap();
+        assert_eq!(a.as_pathname(), Some(std::path::Path::new("/run/x y/bus")));
+        let a = parse_address("unix:guid=1,abstract=/tmp/dbus-X").unwrap();
+        assert_eq!(a.as_abstract_name(), Some(&b"/tmp/dbus-X"[..]));
+        for bad in [
+            "tcp:host=localhost,port=1",
+            "unix:tmpdir=/tmp",
+            "unix:path=%zz",
+            "x",
+        ] {
+            assert!(parse_address(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A fake bus on a socket in a temp dir, serving one connection with
+    /// `serve`; returns the address.
+    fn fake_bus(serve: impl FnOnce(UnixStream) + Send + 'static) -> (String, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "cnirs-fakebus-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bus");
+        let _ = std::fs::remove_file(&path);
+        let l = UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            if let Ok((s, _)) = l.accept() {
+                serve(s);
+            }
+        });
+        (format!("unix:path={}", path.display()), dir)
+    }
+
+    /// Read the client's messages one at a time.
+    fn next_message(r: &mut std::io::BufReader<UnixStream>) -> Message {
+        let mut head = [0u8; 16];
+        r.read_exact(&mut head).unwrap();
+        let mut all = head.to_vec();
+        all.resize(message::frame_len(&head).unwrap(), 0);
+        r.read_exact(&mut all[16..]).unwrap();
+        Message::decode(&all).unwrap()
+    }
+
+    fn reply(kind: u8, to: u32, serial: u32, body: Vec<Value>) -> Vec<u8> {
+        let m = Message {
+            kind,
+            serial,
+            reply_serial: Some(to),
+            error_name: (kind == message::ERROR).then(|| "a.b.Failed".to_string()),
+            body,
+            ..Message::default()
+        };
+        m.encode().unwrap()
+    }
+
+    #[test]
+    fn a_whole_exchange_with_a_fake_bus() {
+        let (addr, dir) = fake_bus(|s| {
+            let mut w = s.try_clone().unwrap();
+            let mut r = std::io::BufReader::new(s);
+            let mut line = Vec::new();
+            r.read_until(b'\n', &mut line).unwrap();
+            let uid = nix::unistd::geteuid().as_raw().to_string();
+            let hex: String = uid.bytes().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(line, format!("\0AUTH EXTERNAL {hex}\r\n").as_bytes());
+            w.write_all(b"OK 0123\r\n").unwrap();
+            line.clear();
+            r.read_until(b'\n', &mut line).unwrap();
+            assert_eq!(line, b"BEGIN\r\n");
+            let hello = next_message(&mut r);
+            assert_eq!(hello.member.as_deref(), Some("Hello"));
+            // A signal and a stray reply first: the client must skip them.
+            let signal = Message {
+                kind: message::SIGNAL,
+                serial: 1,
+                path: Some("/p".into()),
+                interface: Some("a.b".into()),
+                member: Some("NameAcquired".into()),
+                ..Message::default()
+            };
+            w.write_all(&signal.encode().unwrap()).unwrap();
+            w.write_all(&reply(METHOD_RETURN, 99, 2, vec![])).unwrap();
+            let done = reply(
+                METHOD_RETURN,
+                hello.serial,
+                3,
+                vec![Value::Str(":1.1".into())],
+            );
+            // Split across writes, as a stream may deliver it.
+            w.write_all(&done[..5]).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            w.write_all(&done[5..]).unwrap();
+            let call = next_message(&mut r);
+            assert_eq!(call.body, vec![Value::Str("x".into())]);
+            let err = reply(ERROR, call.serial, 4, vec![Value::Str("it failed".into())]);
+            w.write_all(&err).unwrap();
+            let call = next_message(&mut r);
+            w.write_all(&reply(
+                METHOD_RETURN,
+                call.serial,
+                5,
+                vec![Value::Bool(true)],
+            ))
+            .unwrap();
+        });
+        let mut c = Conn::open(&addr, Duration::from_secs(5)).unwrap();
+        let m = |arg: &str| Message::call("d.e", "/p", "i.f", "M", vec![Value::Str(arg.into())]);
+        assert_eq!(
+            c.call(m("x")),
+            Err(Error::Reply {
+                name: "a.b.Failed".into(),
+                message: "it failed".into()
+            })
+        );
+        assert_eq!(c.call(m("y")), Ok(vec![Value::Bool(true)]));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_silent_bus_times_out() {
+        let (addr, dir) = fake_bus(|s| {
+            std::thread::sleep(Duration::from_secs(3));
+            drop(s);
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_millis(200)).err();
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(start.elapsed() < Duration::from_secs(2));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_refusing_or_vanishing_bus() {
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(b"REJECTED EXTERNAL\r\n");
+        });
+        let e = Conn::open(&addr, Duration::from_secs(5)).err().unwrap();
+        let uid = nix::unistd::geteuid();
+        assert_eq!(
+            e,
+            Error::NoBus(format!(
+                "bus refused authentication as uid {uid}: REJECTED EXTERNAL"
+            ))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        let (addr, dir) = fake_bus(drop);
+        let e = Conn::open(&addr, Duration::from_secs(5)).err().unwrap();
+        assert!(matches!(e, Error::Failed(_)), "{e:?}");
+        let _ = std::fs::remove_dir_all(dir);
+        // Every entry of a list is tried; the error names each.
+        let e = Conn::open(
+            "tcp:host=x;unix:path=/nonexistent/cnirs",
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            e.err(),
+            Some(Error::NoBus(
+                "unsupported bus address \"tcp:host=x\"; connect to unix:path=/nonexistent/cnirs: no such file or directory".into()
+            ))
+        );
+    }
+}
