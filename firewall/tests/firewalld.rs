@@ -5,7 +5,7 @@
 //! `firewall-cmd` on the same bus and with `nft` in firewalld's namespace.
 
 use cni_firewall::firewalld::{self, EXCEPTION, Firewalld};
-use cni_firewall::{Backend, ErrorKind};
+use cni_firewall::{Backend, ErrorKind, System, select};
 use testsupport::firewalld::{PrivateBus, PrivateFirewalld};
 
 /// The nft rules firewalld made for `addr` in its namespace.
@@ -62,6 +62,11 @@ fn sources_against_a_real_firewalld() {
     assert!(firewalld::running_at(bus.address()));
     let mut f = Firewalld::connect_to(bus.address()).unwrap();
     assert!(f.running());
+    // The firewall plugin's auto selection picks it.
+    let nl = cni_net::Netlink::host().unwrap();
+    let running = || firewalld::running_at(bus.address());
+    let system = System::new(&nl).with_firewalld(&running);
+    assert_eq!(select::firewall(None, &system), Ok(Backend::Firewalld));
 
     let (v4, v6) = ("10.240.0.2/32", "fd40::2/128");
     assert_eq!(f.zone_of_source(v4), Ok(None));
