@@ -3,9 +3,12 @@
 //! with a deadline.
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::linux::net::SocketAddrExt;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::net::{SocketAddr, UnixStream};
+use std::os::unix::net::UnixStream;
+
+use nix::sys::socket::UnixAddr;
+use nix::sys::time::{TimeVal, TimeValLike};
 use std::time::{Duration, Instant};
 
 use super::message::{self, ERROR, METHOD_RETURN, Message};
@@ -27,9 +30,10 @@ pub fn system_bus_address() -> String {
         .unwrap_or_else(|| SYSTEM_BUS_DEFAULT.to_string())
 }
 
-/// A socket of one address entry: `unix:path=...` or `unix:abstract=...`
-/// (values `%`-escaped); other transports are not ours to speak.
-pub fn parse_address(entry: &str) -> Result<SocketAddr, String> {
+/// The socket of one address entry: `unix:path=...` or
+/// `unix:abstract=...` (values `%`-escaped); other transports are not ours
+/// to speak.
+pub fn parse_address(entry: &str) -> Result<UnixAddr, String> {
     let Some(params) = entry.strip_prefix("unix:") else {
         return Err(format!("unsupported bus address {entry:?}"));
     };
@@ -37,13 +41,36 @@ pub fn parse_address(entry: &str) -> Result<SocketAddr, String> {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         let v = unescape(v).ok_or_else(|| format!("bad escape in bus address {entry:?}"))?;
         let addr = match k {
-            "path" => SocketAddr::from_pathname(std::ffi::OsStr::from_bytes(&v)),
-            "abstract" => SocketAddr::from_abstract_name(&v),
+            "path" => UnixAddr::new(std::ffi::OsStr::from_bytes(&v)),
+            "abstract" => UnixAddr::new_abstract(&v),
             _ => continue,
         };
-        return addr.map_err(|e| format!("bus address {entry:?}: {}", skel::io_text(&e)));
+        return addr.map_err(|e| format!("bus address {entry:?}: {}", skel::errno_text(e)));
     }
     Err(format!("bus address {entry:?} has no path"))
+}
+
+/// Connect within `timeout`: a bus whose listen queue is full (a stuck
+/// daemon) makes a unix connect wait, bounded by the socket's send
+/// timeout, which `UnixStream::connect` gives no way to set.
+fn connect(addr: &UnixAddr, timeout: Duration) -> nix::Result<UnixStream> {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, sockopt};
+    let fd = socket::socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let micros = i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX);
+    socket::setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(micros))?;
+    loop {
+        match socket::connect(fd.as_raw_fd(), addr) {
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => return Err(nix::errno::Errno::ETIMEDOUT),
+            other => break other?,
+        }
+    }
+    Ok(UnixStream::from(fd))
 }
 
 fn unescape(v: &str) -> Option<Vec<u8>> {
@@ -78,8 +105,8 @@ impl Conn {
         let mut why = Vec::new();
         for entry in address.split(';').filter(|e| !e.is_empty()) {
             match parse_address(entry).and_then(|a| {
-                UnixStream::connect_addr(&a)
-                    .map_err(|e| format!("connect to {entry}: {}", skel::io_text(&e)))
+                connect(&a, timeout)
+                    .map_err(|e| format!("connect to {entry}: {}", skel::errno_text(e)))
             }) {
                 Ok(sock) => return Conn::start(sock, timeout),
                 Err(e) => why.push(e),
@@ -231,9 +258,9 @@ mod tests {
     #[test]
     fn addresses() {
         let a = parse_address("unix:path=/run/x%20y/bus,guid=00").unwrap();
-        assert_eq!(a.as_pathname(), Some(std::path::Path::new("/run/x y/bus")));
+        assert_eq!(a.path(), Some(std::path::Path::new("/run/x y/bus")));
         let a = parse_address("unix:guid=1,abstract=/tmp/dbus-X").unwrap();
-        assert_eq!(a.as_abstract_name(), Some(&b"/tmp/dbus-X"[..]));
+        assert_eq!(a.as_abstract(), Some(&b"/tmp/dbus-X"[..]));
         for bad in [
             "tcp:host=localhost,port=1",
             "unix:tmpdir=/tmp",
@@ -360,6 +387,41 @@ mod tests {
         assert_eq!(e, Some(Error::Timeout));
         assert!(start.elapsed() < Duration::from_secs(2));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_bus_with_a_full_listen_queue_times_out() {
+        use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType};
+        let dir = std::env::temp_dir().join(format!("cnirs-fullbus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bus");
+        let _ = std::fs::remove_file(&path);
+        let l = socket::socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .unwrap();
+        socket::bind(l.as_raw_fd(), &UnixAddr::new(&path).unwrap()).unwrap();
+        socket::listen(&l, Backlog::new(0).unwrap()).unwrap();
+        // Never accepted: the first connection fills the queue.
+        let _first = UnixStream::connect(&path).unwrap();
+        let start = Instant::now();
+        let e = Conn::open(
+            &format!("unix:path={}", path.display()),
+            Duration::from_millis(200),
+        );
+        let elapsed = start.elapsed();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            e.err(),
+            Some(Error::NoBus(format!(
+                "connect to unix:path={}: connection timed out",
+                path.display()
+            )))
+        );
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
     }
 
     #[test]
