@@ -137,3 +137,48 @@ fn sources_against_a_real_firewalld() {
     let e = f.add_source("trusted", v4).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unavailable(Backend::Firewalld));
 }
+
+/// Debian's Go firewall plugin (v1.1.1) with `backend: firewalld` on the
+/// same private bus: what it binds we read and remove, what we bind it
+/// finds and removes, so both speak the same calls and source form.
+#[test]
+fn go_plugin_and_we_share_sources() {
+    let go = std::path::Path::new("/usr/lib/cni/firewall");
+    assert!(go.is_file(), "apt-get install containernetworking-plugins");
+    let bus = PrivateBus::start();
+    let _fwd = PrivateFirewalld::start(&bus);
+    let container = testsupport::TestNetns::new("fwdc");
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0", "name": "cnirsfwd", "type": "firewall",
+        "backend": "firewalld", "zone": "trusted",
+        "prevResult": {
+            "cniVersion": "1.0.0",
+            "interfaces": [{"name": "eth0", "sandbox": container.path()}],
+            "ips": [{"address": "10.240.0.5/24", "gateway": "10.240.0.1", "interface": 0}],
+        },
+    });
+    let go_run = |cmd: &str| {
+        testsupport::Call::new(cmd)
+            .container_id("cnirsfwd1")
+            .netns(container.path())
+            .ifname("eth0")
+            .path("/usr/lib/cni")
+            .env("DBUS_SYSTEM_BUS_ADDRESS", bus.address())
+            .stdin(conf.to_string())
+            .run(go)
+    };
+    let mut f = Firewalld::connect_to(bus.address()).unwrap();
+    let src = "10.240.0.5/32";
+
+    go_run("ADD").ok();
+    assert_eq!(f.zone_of_source(src), Ok(Some("trusted".to_string())));
+    assert_eq!(f.query_source("trusted", src), Ok(true));
+    assert_eq!(f.add_source("trusted", src), Ok(false));
+    assert_eq!(f.remove_source("trusted", src), Ok(true));
+    go_run("DEL").ok();
+
+    assert_eq!(f.add_source("trusted", src), Ok(true));
+    go_run("CHECK").ok();
+    go_run("DEL").ok();
+    assert_eq!(f.zone_of_source(src), Ok(None));
+}
