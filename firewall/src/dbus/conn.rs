@@ -6,10 +6,10 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
 
 use nix::sys::socket::UnixAddr;
 use nix::sys::time::{TimeVal, TimeValLike};
-use std::time::{Duration, Instant};
 
 use super::message::{self, ERROR, METHOD_RETURN, Message};
 use super::wire::Value;
