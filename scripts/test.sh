@@ -17,7 +17,9 @@ fi
 # command -> Debian package; the reference Go plugins are used by the
 # interop and differential tests (host-local, static, tuning, bandwidth,
 # portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
-# by portmap's (calls without mappings start nothing).
+# by portmap's (calls without mappings start nothing), dbus-daemon and
+# firewalld by cni-firewall's firewalld tests (a private bus and firewalld
+# in throwaway namespaces).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -28,6 +30,9 @@ declare -A need=(
     [conntrack]=conntrack
     [strace]=strace
     [/usr/lib/cni/host-local]=containernetworking-plugins
+    [dbus-daemon]=dbus
+    [firewalld]=firewalld
+    [firewall-cmd]=firewalld
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -38,7 +43,24 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "==> installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    # firewalld's package starts and enables the service, which would take
+    # over this machine's firewall: the tests only ever run their own
+    # firewalld. policy-rc.d forbids starting services during the install
+    # (unless the machine has its own), and the unit is disabled after.
+    policy=/usr/sbin/policy-rc.d
+    own_policy=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod +x "$policy"
+        own_policy=1
+    fi
+    status=0
+    apt-get install -y -qq "${missing[@]}" >/dev/null || status=$?
+    [ -z "$own_policy" ] || rm -f "$policy"
+    [ "$status" = 0 ] || exit "$status"
+    if [[ " ${missing[*]} " == *" firewalld "* ]] && [ -d /run/systemd/system ]; then
+        systemctl disable --now firewalld >/dev/null 2>&1 || true
+    fi
 fi
 
 # Under sudo, cargo is usually not on root's PATH.

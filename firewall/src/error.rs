@@ -13,6 +13,9 @@ use crate::select::Backend;
 pub struct Error {
     msg: String,
     kind: ErrorKind,
+    /// The D-Bus error (name, message), when firewalld (or the bus)
+    /// answered a call with one.
+    dbus: Option<Box<(String, String)>>,
 }
 
 /// What kind of failure an [`Error`] is.
@@ -25,12 +28,17 @@ pub enum ErrorKind {
     /// other backend. Plugins report it as a configuration error.
     Invalid,
     /// The backend cannot be used on this node: its tool is not on `PATH`
-    /// (iptables), or the kernel has no nf_tables (nftables). Nothing can
-    /// have been installed through it.
+    /// (iptables), the kernel has no nf_tables (nftables), there is no
+    /// system bus or firewalld is not on it (firewalld). Nothing can have
+    /// been installed through it.
     Unavailable(Backend),
     /// No backend is usable; the message names each one tried and why it
     /// failed.
     NoBackend,
+    /// firewalld (or the bus) answered a call with a D-Bus error, named by
+    /// [`Error::dbus_name`]; firewalld's own code (`INVALID_ZONE`) is
+    /// [`Error::firewalld_code`].
+    Dbus,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -40,6 +48,7 @@ impl Error {
         Error {
             msg: msg.into(),
             kind: ErrorKind::Failed,
+            dbus: None,
         }
     }
 
@@ -47,6 +56,7 @@ impl Error {
         Error {
             msg: msg.into(),
             kind: ErrorKind::Invalid,
+            dbus: None,
         }
     }
 
@@ -54,6 +64,7 @@ impl Error {
         Error {
             msg: msg.into(),
             kind: ErrorKind::Unavailable(backend),
+            dbus: None,
         }
     }
 
@@ -64,7 +75,42 @@ impl Error {
         Error {
             msg: format!("no firewall backend is usable ({})", why.join("; ")),
             kind: ErrorKind::NoBackend,
+            dbus: None,
         }
+    }
+
+    /// A D-Bus error reply `name`, `message` to `what` (`failed to add
+    /// the address ... to trusted zone`): [`ErrorKind::Dbus`], or `kind`
+    /// when the caller knows better (firewalld not on the bus is
+    /// unavailable).
+    pub fn dbus(kind: ErrorKind, what: impl fmt::Display, name: &str, message: &str) -> Error {
+        // As godbus words a D-Bus error: its message, else its name.
+        let text = if message.is_empty() { name } else { message };
+        Error {
+            msg: format!("{what}: {text}"),
+            kind,
+            dbus: Some(Box::new((name.to_string(), message.to_string()))),
+        }
+    }
+
+    /// The D-Bus error name of a refused call
+    /// (`org.fedoraproject.FirewallD1.Exception`,
+    /// `org.freedesktop.DBus.Error.AccessDenied`).
+    pub fn dbus_name(&self) -> Option<&str> {
+        self.dbus.as_ref().map(|d| d.0.as_str())
+    }
+
+    /// firewalld's error code (`ZONE_ALREADY_SET`, `INVALID_ZONE`): it
+    /// answers every refusal with the one D-Bus error
+    /// `org.fedoraproject.FirewallD1.Exception`, the code leading the
+    /// message (`INVALID_ZONE: nozone`).
+    pub fn firewalld_code(&self) -> Option<&str> {
+        let (name, message) = self.dbus.as_deref()?;
+        if name != crate::firewalld::EXCEPTION {
+            return None;
+        }
+        let code = message.split(':').next().unwrap_or_default();
+        (!code.is_empty()).then_some(code)
     }
 
     pub fn kind(&self) -> ErrorKind {

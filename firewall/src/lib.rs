@@ -10,14 +10,20 @@
 //!   `cni-net`; the `nft` binary is a test oracle, not a runtime
 //!   dependency) and [`iptables`] (`iptables-save` to read, one
 //!   `iptables-restore` batch per family to write).
+//! - [`firewalld`]: firewalld's zone sources over D-Bus (the firewall
+//!   plugin's `firewalld` backend), on a minimal blocking D-Bus client of
+//!   our own (private `dbus` module: wire format, messages, one
+//!   `UnixStream` with SASL `EXTERNAL` and deadlines).
 //! - Rule sets used by more than one plugin, with the reference's names,
 //!   comments and hashes so a node can switch suites in either direction
 //!   and each suite can remove the other's rules: [`ipmasq`] and
 //!   [`spoofchk`]. portmap's and the firewall plugin's rule sets live in
 //!   their plugin crates, on these transports.
 //! - [`Error`] with an [`ErrorKind`]: a backend that cannot be used here
-//!   is [`ErrorKind::Unavailable`] (from `cni_net`'s `NftUnavailable`, or
-//!   an iptables tool missing from `PATH`), never recognised by its text;
+//!   is [`ErrorKind::Unavailable`] (from `cni_net`'s `NftUnavailable`, an
+//!   iptables tool missing from `PATH`, no system bus or no firewalld on
+//!   it), never recognised by its text; a D-Bus refusal is
+//!   [`ErrorKind::Dbus`] with the error's name;
 //!   [`ErrorKind::NoBackend`] names every backend tried and why it failed.
 //!
 //! ```no_run
@@ -35,7 +41,9 @@
 //! # Ok(()) }
 //! ```
 
+mod dbus;
 pub mod error;
+pub mod firewalld;
 pub mod ipmasq;
 pub mod iptables;
 pub mod nft;

@@ -6,7 +6,8 @@
 //! - portmap (`backend`), with its check that the configuration holds no
 //!   options of the other backend ([`portmap`]);
 //! - the firewall plugin (`backend`): `firewalld` when its D-Bus name has
-//!   an owner, else iptables; plus our own `nftables` ([`firewall`]).
+//!   an owner on the system bus ([`crate::firewalld::running`]), else
+//!   iptables; plus our own `nftables` ([`firewall`]).
 //!
 //! Auto follows the reference (`pkg/utils/netfilter.go`): iptables when
 //! iptables is usable, else nftables when nf_tables is usable. "Usable" is
@@ -90,14 +91,15 @@ pub trait Probe {
 }
 
 /// The node's answers, each asked at most once (see the module overview
-/// for what is asked). firewalld is asked through the function given with
-/// [`System::with_firewalld`] (the firewall plugin's D-Bus client); without
-/// one it counts as not running.
+/// for what is asked). firewalld is asked on the system bus
+/// ([`crate::firewalld::running`]), only by the firewall plugin's
+/// selection; [`System::with_firewalld`] asks another function instead.
 pub struct System<'a> {
     nl: &'a Netlink,
     firewalld: Option<&'a dyn Fn() -> bool>,
     iptables: OnceCell<Result<()>>,
     nftables: OnceCell<Result<()>>,
+    running: OnceCell<bool>,
 }
 
 impl<'a> System<'a> {
@@ -108,9 +110,12 @@ impl<'a> System<'a> {
             firewalld: None,
             iptables: OnceCell::new(),
             nftables: OnceCell::new(),
+            running: OnceCell::new(),
         }
     }
 
+    /// Ask `running` whether firewalld runs (a bus other than the system
+    /// bus, a test's fixed answer).
     pub fn with_firewalld(mut self, running: &'a dyn Fn() -> bool) -> System<'a> {
         self.firewalld = Some(running);
         self
@@ -138,7 +143,10 @@ impl Probe for System<'_> {
     }
 
     fn firewalld(&self) -> bool {
-        self.firewalld.is_some_and(|f| f())
+        *self.running.get_or_init(|| match self.firewalld {
+            Some(f) => f(),
+            None => crate::firewalld::running(),
+        })
     }
 }
 

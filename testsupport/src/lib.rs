@@ -9,12 +9,14 @@
 //! [`PluginHost`] is a plugin's throwaway "host" namespace with its
 //! `CNI_PATH` and IPAM data, and the helpers the root tests of the main
 //! plugins share (ping, links, firewall rules, an "outside" namespace).
-//! [`traffic`] has TCP and UDP servers and clients for real traffic.
+//! [`traffic`] has TCP and UDP servers and clients for real traffic;
+//! [`firewalld`] a private system bus with a real firewalld on it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub mod firewalld;
 mod host;
 pub mod traffic;
 
