@@ -6,7 +6,8 @@
 //! changes (an unknown `ingressPolicy`, a missing bridge), ADDs are
 //! serialised by a lock in `dataDir` (the shared chains are created once),
 //! and a failed ADD removes what it created: its record, its rules, and
-//! any shared chain or rule it was the first to create.
+//! any shared chain or rule it was the first to create, the firewalld
+//! sources it bound.
 
 use std::net::IpAddr;
 
@@ -36,7 +37,7 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     let mut undo = Undo::default();
     match install(&conf, args, &host, backend, &ips, iso.as_ref(), &mut undo) {
         Ok(()) => Ok(prev),
-        Err(e) => Err(undo.run(e, &conf, args, &host, &ips)),
+        Err(e) => Err(undo.run(e, &conf, args, &host)),
     }
 }
 
@@ -69,8 +70,7 @@ fn install(
             hit("firewall/nftables")?;
         }
         Backend::Firewalld => {
-            firewalld::add(&conf.zone, ips)?;
-            undo.firewalld = true;
+            firewalld::add(&conf.zone, ips, &mut undo.firewalld)?;
             hit("firewall/firewalld")?;
             if iso.is_some() {
                 iptables::add(&conf.admin_chain, ips, false, iso, &mut undo.iptables)?;
@@ -86,30 +86,20 @@ struct Undo {
     recorded: bool,
     iptables: Vec<(Family, Batch)>,
     nft: Option<nft::Undo>,
-    firewalld: bool,
+    /// The sources this ADD bound.
+    firewalld: Vec<String>,
 }
 
 impl Undo {
     /// Undo everything, newest first; `e` with what could not be undone.
-    fn run(
-        self,
-        mut e: Error,
-        conf: &Config,
-        args: &CmdArgs,
-        host: &Netlink,
-        ips: &[IpAddr],
-    ) -> Error {
+    fn run(self, mut e: Error, conf: &Config, args: &CmdArgs, host: &Netlink) -> Error {
         let mut left = iptables::undo(&self.iptables);
         if let Some(u) = &self.nft
             && let Err(x) = nft::undo(host, u)
         {
             left.push(x.msg);
         }
-        if self.firewalld
-            && let Err(x) = firewalld::del(&conf.zone, ips)
-        {
-            left.push(x.msg);
-        }
+        left.extend(firewalld::remove_sources(&conf.zone, &self.firewalld));
         if self.recorded
             && let Err(x) =
                 record::remove(&conf.data_dir, &conf.name, &args.container_id, &args.ifname)

@@ -27,7 +27,9 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let (cid, ifname) = (args.container_id.as_str(), args.ifname.as_str());
     let mut ips = conf.addrs();
-    if let Some(r) = record::read(&conf.data_dir, &conf.name, cid, ifname) {
+    let rec = record::read(&conf.data_dir, &conf.name, cid, ifname);
+    let recorded = rec.as_ref().map(|r| r.backend.clone());
+    if let Some(r) = rec {
         for a in r.addrs {
             if !ips.contains(&a) {
                 ips.push(a);
@@ -36,7 +38,15 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     }
     let held = record::held_elsewhere(&conf.data_dir, &conf.name, cid, ifname);
     let mut errors = Vec::new();
-    remove(&conf, cid, &ips, &held, true, &mut errors);
+    remove(
+        &conf,
+        cid,
+        &ips,
+        &held,
+        recorded.as_deref(),
+        true,
+        &mut errors,
+    );
     if errors.is_empty() {
         record::remove(&conf.data_dir, &conf.name, cid, ifname)
     } else {
@@ -46,12 +56,15 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 
 /// Remove one attachment's rules (`ips`, except those `held` by other
 /// attachments, for iptables and firewalld; nftables rules too when
-/// `nftables`); failures into `errors`.
+/// `nftables`); failures into `errors`. firewalld is asked when it is
+/// configured, when the record (`recorded`: the backend ADD used) names
+/// it, or, without a record and with the backend unset, when it runs.
 pub fn remove(
     conf: &Config,
     cid: &str,
     ips: &[IpAddr],
     held: &[IpAddr],
+    recorded: Option<&str>,
     nftables: bool,
     errors: &mut Vec<String>,
 ) {
@@ -77,11 +90,12 @@ pub fn remove(
             errors.push(e.to_string());
         }
     }
-    let firewalld = scope == Scope::Only(Backend::Firewalld) || firewalld::running();
-    if firewalld
-        && !mine.is_empty()
-        && let Err(e) = firewalld::del(&conf.zone, &mine)
-    {
-        errors.push(e.msg);
+    let firewalld = match (scope, recorded) {
+        (Scope::Only(b), _) => b == Backend::Firewalld,
+        (Scope::Every, Some(r)) => r == "firewalld",
+        (Scope::Every, None) => !mine.is_empty() && firewalld::running(),
+    };
+    if firewalld && !mine.is_empty() {
+        errors.extend(firewalld::del(&conf.zone, &mine));
     }
 }

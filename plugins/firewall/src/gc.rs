@@ -31,7 +31,16 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let mut errors = Vec::new();
     for r in &stale {
         // nftables rules go below, for every attachment at once.
-        del::remove(&conf, &r.container_id, &r.addrs, &held, false, &mut errors);
+        let b = Some(r.backend.as_str());
+        del::remove(
+            &conf,
+            &r.container_id,
+            &r.addrs,
+            &held,
+            b,
+            false,
+            &mut errors,
+        );
     }
     let scope = Scope::of(conf.configured());
     if scope.includes(Backend::Nftables) {

@@ -21,6 +21,11 @@ pub fn bin() -> &'static Path {
 /// The reference plugins (Debian's `containernetworking-plugins` v1.1.1).
 pub const REFERENCE_FIREWALL: &str = "/usr/lib/cni/firewall";
 
+/// A system bus address nothing listens on: with the backend unset the
+/// plugin asks the bus whether firewalld runs, and a test must never
+/// reach the machine's own firewalld.
+pub const NO_BUS: &str = "unix:path=/nonexistent/cnirs-no-bus";
+
 /// One bridge network of the lab.
 pub struct Net {
     pub name: String,
@@ -107,6 +112,7 @@ impl Lab {
     pub fn run(&self, bin: &Path, cmd: &str, conf: &Value, cid: &str, netns: &str) -> PluginRun {
         self.host
             .request(cmd, conf, cid, netns, "eth0")
+            .env("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS)
             .run_in(self.host.ns.name(), bin)
     }
 
