@@ -41,6 +41,8 @@ const RULES_COMMENT: &str = "CNI firewall plugin rules";
 const ADMIN_COMMENT: &str = "CNI firewall plugin admin overrides";
 const DEFAULT_POLICY_COMMENT: &str =
     "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)";
+/// What v1.1.0–v1.6.x wrote where v1.7.0 writes [`DEFAULT_POLICY_COMMENT`].
+const LEGACY_POLICY_COMMENT: &str = "CNI firewall plugin rules (ingressPolicy: same-bridge)";
 
 /// A rule: its chain and its arguments in `iptables-save`'s order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,11 +81,25 @@ impl Rule {
         self.args.iter().map(String::as_str).collect()
     }
 
-    /// Whether `save` holds this rule.
+    /// Whether `save` holds this rule, or the same rule as the reference's
+    /// v1.1.0–v1.6.x wrote it (their isolation rules all say
+    /// `(ingressPolicy: same-bridge)`), so a node upgraded from them gets
+    /// no second copy (upgrading the reference itself duplicates them).
     pub fn is_in(&self, save: &Save) -> bool {
-        save.rules(TABLE, &self.chain)
-            .iter()
-            .any(|l| split_words(l).get(2..) == Some(&self.args[..]))
+        let legacy = self.legacy();
+        save.rules(TABLE, &self.chain).iter().any(|l| {
+            let saved = split_words(l);
+            let saved = saved.get(2..);
+            saved == Some(&self.args[..]) || (legacy.is_some() && saved == legacy.as_deref())
+        })
+    }
+
+    /// The rule with the pre-v1.7.0 comment, when it had another one.
+    fn legacy(&self) -> Option<Vec<String>> {
+        let at = self.args.iter().position(|a| a == DEFAULT_POLICY_COMMENT)?;
+        let mut old = self.args.clone();
+        old[at] = LEGACY_POLICY_COMMENT.to_string();
+        Some(old)
     }
 }
 

@@ -91,3 +91,29 @@ fn the_go_plugin_removes_ours() {
     lab.firewall("DEL", &conf, "c1", "").ok();
     assert_eq!(forward_rules(&lab), reference_after_del);
 }
+
+/// Debian's v1.1.1 writes the isolation rules with its older comments:
+/// ours recognises them (no second copy, CHECK passes), and both drop
+/// traffic between the bridges alike.
+#[test]
+fn same_bridge_rules_of_the_go_plugin_are_recognised() {
+    let Some(go) = reference() else { return };
+    let lab = Lab::new("fwi");
+    let conf = lab.conf(
+        &lab.a.name,
+        json!({"backend": "iptables", "ingressPolicy": "same-bridge"}),
+    );
+    let with = with_prev(
+        &conf,
+        &prev(&lab.a.bridge, &["10.240.80.2/24", "fd40:80::2/64"]),
+    );
+    lab.run(go, "ADD", &with, "c1", "/x").ok();
+    let go_made = lab.iptables();
+    assert!(
+        go_made.contains("(ingressPolicy: same-bridge)\" -j RETURN"),
+        "{go_made}"
+    );
+    lab.firewall("ADD", &with, "c1", "/x").ok();
+    lab.firewall("CHECK", &with, "c1", "/x").ok();
+    assert_eq!(lab.iptables(), go_made);
+}

@@ -125,3 +125,14 @@ fn deletions() {
     assert_eq!(fams.len(), 2);
     assert_eq!((fams[0].0, fams[0].1.len()), (Family::V4, 2));
 }
+
+#[test]
+fn isolation_rules_of_v1_1_to_v1_6_count_as_there() {
+    let old = SAVED.replace(DEFAULT_POLICY_COMMENT, LEGACY_POLICY_COMMENT);
+    assert_ne!(old, SAVED);
+    let save = Save::new(old);
+    let same = iso(Policy::SameBridge);
+    let w = wanted(&["10.44.0.3"], Some(&same));
+    assert!(plan_add(&save, &w).batch.is_empty());
+    assert_eq!(check_saved(&save, &w), Ok(()));
+}
