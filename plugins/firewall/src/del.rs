@@ -1,7 +1,8 @@
 //! DEL: idempotent and best effort, without the netns and without
 //! `prevResult`. The addresses are `prevResult`'s and the record's; with
-//! the backend configured only that backend is looked at, else every one
-//! that is usable here (the rules may come from another configuration).
+//! the backend configured only that backend is looked at, else the one
+//! the record names, else every one that is usable here (the rules may
+//! come from the Go plugin or another configuration).
 //!
 //! - iptables: the two rules of each address, unless another attachment
 //!   recorded the same address (a stale DEL after the address was reused
@@ -56,9 +57,9 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 
 /// Remove one attachment's rules (`ips`, except those `held` by other
 /// attachments, for iptables and firewalld; nftables rules too when
-/// `nftables`); failures into `errors`. firewalld is asked when it is
-/// configured, when the record (`recorded`: the backend ADD used) names
-/// it, or, without a record and with the backend unset, when it runs.
+/// `nftables`); failures into `errors`. The backends looked at: the
+/// configured one; else the one the record names (`recorded`: what ADD
+/// used); else every usable one, firewalld when it runs.
 pub fn remove(
     conf: &Config,
     cid: &str,
@@ -68,7 +69,10 @@ pub fn remove(
     nftables: bool,
     errors: &mut Vec<String>,
 ) {
-    let scope = Scope::of(conf.configured());
+    let scope = Scope::of(
+        conf.configured()
+            .or_else(|| recorded.and_then(backend_named)),
+    );
     let mine: Vec<IpAddr> = ips.iter().copied().filter(|i| !held.contains(i)).collect();
     let keep = |e: &cni_firewall::Error| !(scope == Scope::Every && e.is_unavailable());
     if scope.includes(Backend::Iptables) && !mine.is_empty() {
@@ -90,12 +94,21 @@ pub fn remove(
             errors.push(e.to_string());
         }
     }
-    let firewalld = match (scope, recorded) {
-        (Scope::Only(b), _) => b == Backend::Firewalld,
-        (Scope::Every, Some(r)) => r == "firewalld",
-        (Scope::Every, None) => !mine.is_empty() && firewalld::running(),
+    let firewalld = match scope {
+        Scope::Only(b) => b == Backend::Firewalld,
+        Scope::Every => !mine.is_empty() && firewalld::running(),
     };
     if firewalld && !mine.is_empty() {
         errors.extend(firewalld::del(&conf.zone, &mine));
+    }
+}
+
+/// A backend as a record names it.
+fn backend_named(name: &str) -> Option<Backend> {
+    match name {
+        "iptables" => Some(Backend::Iptables),
+        "nftables" => Some(Backend::Nftables),
+        "firewalld" => Some(Backend::Firewalld),
+        _ => None,
     }
 }

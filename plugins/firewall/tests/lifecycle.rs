@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
@@ -250,4 +251,60 @@ fn semver(s: &str) -> Option<(u64, u64, u64, bool)> {
         return None;
     }
     Some((v.0, v.1, v.2, !pre))
+}
+
+/// The processes a firewall call starts (strace: every successful
+/// `execve` but the plugin's own).
+fn execs(lab: &Lab, cmd: &str, conf: &Value, cid: &str) -> Vec<String> {
+    let dir = testsupport::TempDir::new("fwtrace");
+    let wrapper = dir.join("firewall");
+    let log = dir.join("trace");
+    let script = format!(
+        "#!/bin/sh\nexec ip netns exec {} env DBUS_SYSTEM_BUS_ADDRESS={NO_BUS} /usr/bin/strace -f -qq -z -o {} -e trace=execve {}\n",
+        lab.host.ns.name(),
+        log.display(),
+        bin().display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    lab.host
+        .request(cmd, conf, cid, "", "eth0")
+        .run(&wrapper)
+        .ok();
+    let trace = std::fs::read_to_string(&log).unwrap();
+    trace
+        .lines()
+        .filter(|l| l.contains("execve(") && !l.contains(&bin().display().to_string()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// DEL with the backend unset goes by the record: an nftables
+/// attachment's DEL starts no process; an iptables one's starts one
+/// restore per family and no `iptables-save` (the deletions are sent
+/// without reading first).
+#[test]
+fn del_by_record_starts_only_what_it_needs() {
+    if !Path::new("/usr/bin/strace").is_file() {
+        eprintln!("skipped: no strace");
+        return;
+    }
+    let lab = Lab::new("fwl");
+    let unset = lab.conf(&lab.a.name, json!({}));
+    added(&lab, "nftables", "n1", &["10.240.80.2/24", "fd40:80::2/64"]);
+    assert_eq!(execs(&lab, "DEL", &unset, "n1"), Vec::<String>::new());
+    assert_eq!(lab.rules_of("10.240.80.2", "n1"), Vec::<String>::new());
+    added(&lab, "iptables", "i1", &["10.240.80.3/24", "fd40:80::3/64"]);
+    let started = execs(&lab, "DEL", &unset, "i1");
+    assert_eq!(started.len(), 2, "{started:#?}");
+    assert!(
+        started.iter().all(|l| l.contains("tables-restore")),
+        "{started:#?}"
+    );
+    assert_eq!(lab.rules_of("10.240.80.3", "i1"), Vec::<String>::new());
+    assert_eq!(lab.rules_of("fd40:80::3", "i1"), Vec::<String>::new());
 }
