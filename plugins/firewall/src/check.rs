@@ -15,6 +15,10 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     conf.require_prev()?;
     let iso = conf.isolation()?;
     let ips = conf.addrs();
+    if ips.is_empty() {
+        // ADD installed nothing either.
+        return Ok(());
+    }
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
     match conf.backend(&System::new(&host).with_firewalld(&firewalld::running))? {
         Backend::Iptables => iptables::check(&conf.admin_chain, &ips, true, iso.as_ref()),

@@ -202,6 +202,26 @@ fn reference_messages_and_nothing_changed_on_refusal() {
 }
 
 #[test]
+fn no_addresses_nothing_installed_check_passes_status() {
+    let lab = Lab::new("fwl");
+    let before = (lab.iptables(), lab.nft());
+    for backend in BACKENDS {
+        let conf = with_prev(&bare(&lab, backend), &prev(&lab.a.bridge, &[]));
+        let out = lab.firewall("ADD", &conf, "c1", "/x").ok();
+        let mut expected = prev(&lab.a.bridge, &[]);
+        // Go's encoder leaves the empty list out.
+        expected.as_object_mut().unwrap().remove("ips");
+        assert_eq!(out, expected);
+        lab.firewall("CHECK", &conf, "c1", "/x").ok();
+        assert_eq!((lab.iptables(), lab.nft()), before);
+        let mut status = bare(&lab, backend);
+        status["cniVersion"] = json!("1.1.0");
+        lab.firewall("STATUS", &status, "", "").ok();
+    }
+    assert_eq!(lab.records(), 0);
+}
+
+#[test]
 fn version_lists_0_4_0_and_later() {
     let lab = Lab::new("fwl");
     let r = lab
