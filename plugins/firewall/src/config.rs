@@ -73,8 +73,8 @@ pub struct Config {
     pub backend: Option<String>,
     pub admin_chain: String,
     pub zone: String,
-    /// `None`: the value was not a known policy (the message); ADD and
-    /// CHECK refuse it, DEL and GC do not need it.
+    /// An error when the value is not a known policy (the reference's
+    /// message): ADD and CHECK refuse it, DEL and GC do not need it.
     pub policy: Result<Policy, Error>,
     pub data_dir: PathBuf,
 }
