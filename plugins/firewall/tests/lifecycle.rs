@@ -179,6 +179,8 @@ fn reference_messages_and_nothing_changed_on_refusal() {
     let conf = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.80.2/24"]));
     let e = lab.firewall("ADD", &conf, "c1", "/x").err(999);
     assert_eq!(e["msg"], "unknown ingress policy: \"strict\"");
+    // DEL does not need the policy: it succeeds (the reference fails it).
+    lab.firewall("DEL", &conf, "c1", "").ok();
     let conf = lab.conf(&lab.a.name, json!({"ingressPolicy": "isolated"}));
     let p = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.240.80.2/24"}]});
     let e = lab
