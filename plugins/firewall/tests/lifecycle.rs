@@ -151,6 +151,38 @@ fn gc_removes_the_rules_of_attachments_no_longer_valid() {
     }
 }
 
+/// GC of one network never touches another's rules, even when the other
+/// network's name starts with this one's.
+#[test]
+fn gc_spares_other_networks() {
+    let lab = Lab::new("fwl");
+    for backend in BACKENDS {
+        let longer = format!("{}x", lab.a.name);
+        let add = |net: &str, cid: &str, ip: &str| {
+            let conf = lab.conf(net, json!({"backend": backend}));
+            let conf = with_prev(&conf, &prev(&lab.a.bridge, &[ip]));
+            lab.firewall("ADD", &conf, cid, "/x").ok();
+        };
+        add(&lab.a.name, "a1", "10.240.82.2/24");
+        add(&longer, "x1", "10.240.82.3/24");
+        add(&lab.b.name, "b1", "10.240.82.4/24");
+        let mut gc = lab.conf(
+            &lab.a.name,
+            json!({"backend": backend, "cniVersion": "1.1.0"}),
+        );
+        gc["cni.dev/valid-attachments"] = json!([]);
+        lab.firewall("GC", &gc, "", "").ok();
+        assert_eq!(lab.rules_of("10.240.82.2", "a1"), Vec::<String>::new());
+        assert!(!lab.rules_of("10.240.82.3", "x1").is_empty(), "{backend}");
+        assert!(!lab.rules_of("10.240.82.4", "b1").is_empty(), "{backend}");
+        assert_eq!(lab.records(), 2);
+        for (net, cid) in [(&longer, "x1"), (&lab.b.name, "b1")] {
+            lab.firewall("DEL", &lab.conf(net, json!({})), cid, "").ok();
+        }
+        assert_eq!(lab.records(), 0);
+    }
+}
+
 #[test]
 fn a_stale_del_spares_an_address_another_attachment_holds() {
     let lab = Lab::new("fwl");
