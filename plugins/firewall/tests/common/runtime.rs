@@ -1,5 +1,5 @@
-//! A runtime's default network (bridge + portmap + firewall + tuning)
-//! end to end through our `cnitool` on our binaries alone: two
+//! A runtime's default network (bridge + portmap + firewall, and tuning
+//! where the runtime chains it) end to end through our `cnitool` on our binaries alone: two
 //! containers that ping each other, a host port reached from outside,
 //! the firewall's rules present, CHECK, DEL, nothing left (links, leases,
 //! portmap and firewall rules, records).
@@ -20,9 +20,14 @@ pub fn end_to_end(tag: &str, fixture: &str) {
         fixture,
         &["bridge", "host-local", "portmap", "firewall", "tuning"],
         |list| {
-            list["plugins"][0]["bridge"] = json!(bridge);
-            list["plugins"][2]["dataDir"] = json!(fw_dir);
-            list["plugins"][3]["dataDir"] = json!(tuning.to_str());
+            for plugin in list["plugins"].as_array_mut().unwrap() {
+                match plugin["type"].as_str() {
+                    Some("bridge") => plugin["bridge"] = json!(bridge),
+                    Some("firewall") => plugin["dataDir"] = json!(fw_dir),
+                    Some("tuning") => plugin["dataDir"] = json!(tuning.to_str()),
+                    _ => {}
+                }
+            }
         },
     );
     let caps =
