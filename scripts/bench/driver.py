@@ -32,9 +32,11 @@ import sys
 import tempfile
 import time
 
+from floor import Floor
+
 IFNAME = "eth0"
 ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PLUGINS = ("bridge", "host-local", "loopback")
+PLUGINS = ("bridge", "host-local", "loopback", "ptp", "portmap", "bandwidth", "tuning", "static", "firewall")
 CNI_VERSION = "1.0.0"
 GNU_TIME = "/usr/bin/time"
 
@@ -190,6 +192,20 @@ class Suite:
                 log(f"{self.label}: {plugin} does not answer VERSION; its rows are skipped")
 
 
+class FloorRun:
+    """A Floor alternated with the suites: one ADD and one DEL per step."""
+
+    def __init__(self, floor, path):
+        self.floor = floor
+        self.path = path
+        self.add = []
+        self.dele = []
+
+    def step(self):
+        self.add.append(self.floor.add(self.path))
+        self.dele.append(Floor.delete(self.path))
+
+
 def is_ip(name):
     """Lease files are named after the address they hold."""
     try:
@@ -240,9 +256,9 @@ def fmt_value(v, unit):
     if isinstance(v, str):
         return v
     if unit == "ms":
-        if v >= 1e10:
+        if abs(v) >= 1e10:
             return f"{v / 1e9:.2f} s"
-        return f"{v / 1e6:.2f} ms" if v >= 1e5 else f"{v / 1e3:.0f} µs"
+        return f"{v / 1e6:.2f} ms" if abs(v) >= 1e5 else f"{v / 1e3:.0f} µs"
     if unit == "KiB":
         return f"{v / 1024:.1f} MiB" if v >= 10240 else f"{v:.0f} KiB"
     if unit == "B":
@@ -251,7 +267,7 @@ def fmt_value(v, unit):
 
 
 def fmt_ratio(ours, ref):
-    if not isinstance(ours, (int, float)) or not isinstance(ref, (int, float)) or not ref:
+    if not isinstance(ours, (int, float)) or not isinstance(ref, (int, float)) or ref <= 0 or ours < 0:
         return "—"
     return f"{ours / ref:.2f}×"
 
@@ -574,7 +590,10 @@ class Bench:
                     alive.append(s)
             add = {s.key: [] for s in alive}
             dele = {s.key: [] for s in alive}
+            floor = self.floor_setup(tag) if tag == "plain" else None
             for i in range(n):
+                if floor and i % 2:
+                    floor.step()
                 results = {}
                 for s in self.order(alive, i):
                     cid = f"{self.prefix}{tag}{i}"
@@ -593,8 +612,12 @@ class Bench:
                         self.fail(f"bridge DEL ({label})", s, d)
                         continue
                     dele[s.key].append(d.ns)
+                if floor and not i % 2:
+                    floor.step()
             self.rows_latency(rows, f"{label} ADD (n={n})", add)
             self.rows_latency(rows, f"{label} DEL (n={n})", dele)
+            if floor:
+                self.floor_rows(floor, add, dele)
             for s in alive:
                 left = self.leftovers(s, confs[s.key], [paths[s.key]])
                 if masq:
@@ -608,6 +631,31 @@ class Bench:
                 self.measure_rss("bridge ADD incl. host-local child", alive, "bridge", confs, paths)
             elif tag == "masq":
                 self.measure_rss("bridge ADD ipMasq incl. child", alive, "bridge", confs, paths)
+
+    def floor_setup(self, tag):
+        """The kernel's floor for bridge ADD and DEL (see floor.py), alternated
+        with the suites' calls on a bridge and namespace of its own."""
+        br = f"{self.prefix}f{tag[:3]}"[:15]
+        subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
+        subprocess.run(["ip", "link", "set", br, "up"], check=True)
+        self.bridges.append(br)
+        path = self.add_netns([f"{self.prefix}-floor-{tag}"])[0]
+        return FloorRun(Floor(br), path)
+
+    def floor_rows(self, floor, add, dele):
+        rows = self.report.section("bridge against the kernel's floor")
+        fa, fd = median(floor.add), median(floor.dele)
+        self.medians["floor"] = (fa, fd)
+        rows.append((f"kernel floor of ADD (veth pair into the netns, up; n={len(floor.add)})", fa, None, "ms"))
+        rows.append((f"kernel floor of DEL (RTM_DELLINK, waited for; n={len(floor.dele)})", fd, None, "ms"))
+
+        def over(samples, key, base):
+            m = median(samples.get(key, []))
+            return None if m is None or base is None else m - base
+
+        rows.append(("bridge ADD over its floor", over(add, "ours", fa), over(add, "ref", fa), "ms"))
+        rows.append(("bridge DEL over its floor", over(dele, "ours", fd), over(dele, "ref", fd), "ms"))
+        floor.floor.close()
 
     def measure_rss(self, metric, suites, plugin, confs, paths, ifname=IFNAME, teardown=True):
         """Peak RSS over a few ADDs run under GNU time (DEL after each)."""
