@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from floor import Floor
+from plugins import PluginSteps
 
 IFNAME = "eth0"
 ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -321,7 +322,7 @@ def render(report):
 # ---------------------------------------------------------------- the bench
 
 
-class Bench:
+class Bench(PluginSteps):
     def __init__(self, opts):
         self.opts = opts
         self.prefix = opts.prefix or "cnirsb" + os.urandom(2).hex()
@@ -386,7 +387,9 @@ class Bench:
 
     def bridge_conf(self, suite, tag, third, plen=24, masq=False, backend=None):
         net = f"{self.prefix}-{suite.key}-{tag}"
-        br = f"{self.prefix}{suite.key[0]}{tag[:3]}"[:15]
+        # Names are at most 15 bytes: the prefix (10), the suite, the tag's number.
+        self.tags = getattr(self, "tags", {})
+        br = f"{self.prefix}{suite.key[0]}{self.tags.setdefault(tag, len(self.tags)):x}"
         if br not in self.bridges:
             self.bridges.append(br)
         datadir = os.path.join(self.tmp, suite.key, tag)
@@ -975,6 +978,8 @@ class Bench:
             ("loopback", self.bench_loopback),
             ("host-local", self.bench_host_local),
             ("bridge serial", self.bench_bridge_serial),
+            ("plugins", self.bench_plugins),
+            ("chains", self.bench_chains),
             ("64 at once", self.bench_parallel),
             ("growing bridge", self.bench_scale),
             ("host-local leases", self.bench_leases),
@@ -1117,10 +1122,10 @@ def main():
     opts = ap.parse_args()
     if opts.quick:
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 100, 40, 30, 2, 300
-        opts.n_rss = 5
+        opts.n_rss, opts.n_plugin = 5, 20
     else:
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 500, 200, 150, 5, 1000
-        opts.n_rss = 20
+        opts.n_rss, opts.n_plugin = 20, 100
     opts.leases = [0, 1000, 10000]
     if os.geteuid() != 0:
         sys.exit("bench: must run as root (it creates namespaces and bridges)")
