@@ -130,9 +130,9 @@ class PluginSteps:
                 chains[s.key] = [self.bridge_conf(s, tag, third), self.chained_conf(s, plugin, tag, mappings)]
                 third += 1
             add, dele, paths = self.chain_figures(suites, chains, n, tag)
-            rows.append((f"{label} ADD (n={n}) — median", self.position(add, "ours", 1), self.position(add, "ref", 1), "ms"))
-            rows.append((f"{label} DEL (n={n}) — median", self.position(dele, "ours", 1), self.position(dele, "ref", 1), "ms"))
-            self.plugin_rss(plugin, suites, chains, paths)
+            rows.append((f"plugin: {label} ADD (n={n}) — median", self.position(add, "ours", 1), self.position(add, "ref", 1), "ms"))
+            rows.append((f"plugin: {label} DEL (n={n}) — median", self.position(dele, "ours", 1), self.position(dele, "ref", 1), "ms"))
+            self.plugin_rss(plugin, label, suites, chains, paths)
         # ptp on its own (with host-local), and static IPAM on its own.
         suites = self.both("ptp", "host-local")
         if suites:
@@ -141,9 +141,9 @@ class PluginSteps:
                 chains[s.key] = [self.ptp_conf(s, "ptp", third)]
                 third += 1
             add, dele, paths = self.chain_figures(suites, chains, n, "ptp")
-            rows.append((f"ptp ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
-            rows.append((f"ptp DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
-            self.plugin_rss("ptp", suites, chains, paths)
+            rows.append((f"plugin: ptp ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
+            rows.append((f"plugin: ptp DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
+            self.plugin_rss("ptp", "ptp, incl. host-local", suites, chains, paths)
         else:
             self.report.missing.append(f"ptp: missing in {self.missing_in('ptp')}; skipped")
         suites = self.both("static")
@@ -155,16 +155,17 @@ class PluginSteps:
                     "ipam": {"type": "static", "addresses": [{"address": address}], "routes": [{"dst": "0.0.0.0/0"}]}}
             chains = {s.key: [conf] for s in suites}
             add, dele, paths = self.chain_figures(suites, chains, n, "stat")
-            rows.append((f"static ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
-            rows.append((f"static DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
-            self.plugin_rss("static", suites, chains, paths)
+            rows.append((f"plugin: static ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
+            rows.append((f"plugin: static DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
+            self.plugin_rss("static", "static", suites, chains, paths)
 
     def missing_in(self, plugin):
         return " and ".join(s.label for s in (self.ours, self.ref) if not s.working.get(plugin)) or "neither"
 
-    def plugin_rss(self, plugin, suites, chains, paths):
-        """Peak RSS of the plugin's ADD (under GNU time), after the chain
-        before it; everything deleted again."""
+    def plugin_rss(self, plugin, label, suites, chains, paths):
+        """Peak RSS of the plugin's ADD (under GNU time: the plugin and the
+        children it reaped, e.g. iptables-restore), after the chain before
+        it; everything deleted again."""
         vals = {}
         for i in range(self.opts.n_rss):
             for s in self.order(suites, i):
@@ -181,7 +182,7 @@ class PluginSteps:
                 if c.rss_kib:
                     vals[s.key] = max(vals.get(s.key, 0), c.rss_kib)
                 self.del_chain(s, confs, cid, paths[s.key], c.json())
-        self.rss[f"{plugin} ADD"] = vals
+        self.rss[f"{label} ADD"] = vals
 
     def bench_chains(self):
         """The default chains of three runtimes, ADD and DEL of the whole
@@ -212,5 +213,5 @@ class PluginSteps:
                 third += 1
                 chains[s.key] = [first] + [self.chained_conf(s, p, tag) for p in plugins[1:]]
             add, dele, _ = self.chain_figures(suites, chains, n, tag)
-            rows.append((f"{label} ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
-            rows.append((f"{label} DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
+            rows.append((f"chain: {label} ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
+            rows.append((f"chain: {label} DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
