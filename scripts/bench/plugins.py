@@ -19,7 +19,7 @@ def median(values):
 class PluginSteps:
     # -- configs -----------------------------------------------------------
 
-    def chained_conf(self, suite, plugin, tag, mappings=0, port_base=20000):
+    def chained_conf(self, suite, plugin, tag, mappings=0, port_base=20000, ours_backend=None):
         """The plugin object of a chained plugin as libcni hands it over
         (name and cniVersion of the list; runtimeConfig for capabilities)."""
         net = f"{self.prefix}-{suite.key}-{tag}"
@@ -27,7 +27,7 @@ class PluginSteps:
         if plugin == "portmap":
             conf["capabilities"] = {"portMappings": True}
             if suite is self.ours:  # the reference (v1.1.1) has iptables only
-                conf["backend"] = self.ref_masq_backend
+                conf["backend"] = ours_backend or self.ref_masq_backend
             if mappings:
                 base = port_base + (0 if suite is self.ours else 1000)
                 conf["runtimeConfig"] = {"portMappings": [
@@ -116,18 +116,21 @@ class PluginSteps:
         rows = self.report.section("every plugin of the suite")
         n = self.opts.n_plugin
         third = 128
-        cases = [("portmap", "portmap, no mappings", 0), ("portmap", "portmap, 2 mappings", 2),
-                 ("tuning", "tuning (a sysctl, mtu)", 0), ("bandwidth", "bandwidth (ingress and egress)", 0),
-                 ("firewall", "firewall (iptables)", 0)]
-        for plugin, label, mappings in cases:
+        cases = [("portmap", "portmap, no mappings", 0, None), ("portmap", "portmap, 2 mappings", 2, None),
+                 ("tuning", "tuning (a sysctl, mtu)", 0, None), ("bandwidth", "bandwidth (ingress and egress)", 0, None),
+                 ("firewall", "firewall (iptables)", 0, None)]
+        if self.ref_masq_backend == "iptables":
+            cases.insert(2, ("portmap", "portmap, 2 mappings (ours nftables, reference iptables)", 2, "nftables"))
+        for plugin, label, mappings, backend in cases:
             suites = self.both("bridge", "host-local", plugin)
             if not suites:
                 self.report.missing.append(f"{label}: no {plugin} binary in {self.missing_in(plugin)}; skipped")
                 continue
-            tag = f"{plugin[:4]}{mappings}"
+            tag = f"{plugin[:4]}{mappings}{backend or ''}"
             chains = {}
             for s in suites:
-                chains[s.key] = [self.bridge_conf(s, tag, third), self.chained_conf(s, plugin, tag, mappings)]
+                chains[s.key] = [self.bridge_conf(s, tag, third),
+                                 self.chained_conf(s, plugin, tag, mappings, 20000 + 100 * third, backend)]
                 third += 1
             add, dele, paths = self.chain_figures(suites, chains, n, tag)
             rows.append((f"plugin: {label} ADD (n={n}) — median", self.position(add, "ours", 1), self.position(add, "ref", 1), "ms"))
