@@ -53,7 +53,8 @@ plugins! {
     "loopback" => loopback::Loopback, false;
     "host-local" => host_local::HostLocal, true;
     "static" => static_ipam::Static, true;
-    // "firewall" => firewall::PLUGIN, false;  (with plugins/firewall in Cargo.toml)
+    // Hook for plugins/firewall: uncomment its dependency in Cargo.toml and add
+    // "firewall" => <the value its main.rs hands to skel::plugin_main!>, false;
 }
 
 /// The plugin named by the last component of `argv0`.

@@ -189,7 +189,9 @@ class Suite:
                 doc = c.json()
                 ok = c.ok and isinstance(doc, dict) and CNI_VERSION in doc.get("supportedVersions", [])
             self.working[plugin] = ok
-            if not ok:
+            if not os.path.exists(path):
+                log(f"{self.label}: no {plugin} in {self.bindir}; its rows are skipped")
+            elif not ok:
                 log(f"{self.label}: {plugin} does not answer VERSION; its rows are skipped")
 
 
@@ -1056,7 +1058,10 @@ class Bench(PluginSteps):
         self.breakdown()
         self.bench_sizes()
         for s in (self.ours, self.ref):
-            broken = [p for p in PLUGINS if not s.working.get(p)]
+            absent = [p for p in PLUGINS if not os.path.exists(s.bin(p))]
+            broken = [p for p in PLUGINS if not s.working.get(p) and p not in absent]
+            if absent:
+                self.report.missing.append(f"{s.label}: no {', '.join(absent)} binary; its rows are skipped (n/a)")
             if broken:
                 self.report.missing.append(f"{s.label}: {', '.join(broken)} not working (no VERSION answer); rows marked n/a")
 
