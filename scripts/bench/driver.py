@@ -986,8 +986,8 @@ class Bench(PluginSteps):
             return vals[key][i] if key in vals else None
 
         rows.append(("bridge process start (VERSION)", get("ours", 0), get("ref", 0), "ms"))
-        rows.append(("host-local child, start to exit (host-local ADD alone)", get("ours", 1), get("ref", 1), "ms"))
-        rows.append(("the rest: bridge's own work (netlink, sysctls, netns)", get("ours", 2), get("ref", 2), "ms"))
+        rows.append(("IPAM: host-local ADD alone (the reference's child; ours runs in-process)", get("ours", 1), get("ref", 1), "ms"))
+        rows.append(("the rest: bridge's own work (netlink, sysctls, netns; IPAM overlapping it)", get("ours", 2), get("ref", 2), "ms"))
 
     def bench_sizes(self):
         rows = self.report.section("Memory and size")
