@@ -23,7 +23,7 @@ host-local's dataDir is pointed at a temporary directory.
   --install        install into /opt/cni/bin (scripts/install.sh, which keeps
                    a backup of other suites' binaries) and run from there;
                    by default the plugins run from a temporary directory
-  --no-build       use target/release as it is
+  --no-build       use the last release build as it is
   -h, --help       this text
 
 Needs root, the Rust toolchain (cargo) and apt-get for missing tools
