@@ -78,21 +78,29 @@ fn bridge_with_host_local_in_process_adds_deletes_and_fails_as_separate_binaries
     c1.delete();
 }
 
+/// Run `cmd`, again while the fresh copy is "text file busy": another test
+/// thread's fork can hold the copy's write descriptor until its exec.
+fn output(cmd: &mut std::process::Command) -> std::process::Output {
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{cmd:?} stayed busy")
+}
+
 #[test]
 fn a_copy_under_a_plugin_name_is_that_plugin_and_its_own_name_lists_them() {
     let dir = TempDir::new("copy");
     let copy = dir.join("loopback");
     std::fs::copy(multi(), &copy).unwrap();
-    let out = std::process::Command::new(&copy)
-        .env("CNI_COMMAND", "VERSION")
-        .output()
-        .unwrap();
+    let out = output(std::process::Command::new(&copy).env("CNI_COMMAND", "VERSION"));
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
-    let about = std::process::Command::new(&copy)
-        .env_remove("CNI_COMMAND")
-        .output()
-        .unwrap();
+    let about = output(std::process::Command::new(&copy).env_remove("CNI_COMMAND"));
     assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI loopback plugin"));
 
     let list = std::process::Command::new(multi())
@@ -107,4 +115,37 @@ fn a_copy_under_a_plugin_name_is_that_plugin_and_its_own_name_lists_them() {
     let unknown = std::process::Command::new(multi()).output().unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("multi-call CNI plugin binary"));
+}
+
+#[test]
+fn ptp_with_static_in_process_adds_checks_and_deletes() {
+    testsupport::require_root();
+    let (_bins, paths) = linked(&["ptp"]);
+    let host = PluginHost::new("mcp", &paths[0], &[]);
+    std::os::unix::fs::symlink(multi(), host.path.join("static")).unwrap();
+    let ipam = json!({"type": "static", "addresses": [{"address": "10.240.13.5/24", "gateway": "10.240.13.1"}],
+                      "routes": [{"dst": "0.0.0.0/0"}]});
+    let conf = host.conf("ptp", "1.0.0", &[], json!({ "ipam": ipam }));
+    let mut c = TestNetns::new("mcp1");
+    let r = host.add(&conf, "c1", &c);
+    assert_eq!(ip_of(&r, false), "10.240.13.5");
+    assert!(
+        c.stdout(&["ip", "-o", "addr", "show", "eth0"])
+            .contains("10.240.13.5/24")
+    );
+    // CHECK delegates to static too.
+    host.call(
+        "CHECK",
+        &testsupport::with_prev(&conf, &r),
+        "c1",
+        c.path(),
+        "eth0",
+    )
+    .ok();
+    host.del(&conf, "c1", c.path());
+    assert!(!has_link(&c, "eth0"));
+    let r = host.add(&conf, "c1", &c);
+    assert_eq!(ip_of(&r, false), "10.240.13.5");
+    host.del(&conf, "c1", c.path());
+    c.delete();
 }
