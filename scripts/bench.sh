@@ -8,7 +8,9 @@ usage() {
 usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
 
 Builds the release binaries, installs Debian's containernetworking-plugins if
-they are missing (the reference, in /usr/lib/cni), and measures both suites,
+they are missing (the reference, in /usr/lib/cni), installs ours with
+scripts/install.sh into a temporary CNI_PATH (the multi-call binary and a
+hard link per plugin name, as users get them), and measures both suites,
 alternating them call by call. Prints a table and writes it, with machine,
 date and command, to docs/benchmarks.md. Must run as root: it creates network
 namespaces and bridges (all named cnirsb<hex>..., subnets inside
@@ -17,14 +19,15 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
   --quick        fewer iterations, a 300-container bridge; a couple of minutes
   --out FILE     write the page to FILE instead of docs/benchmarks.md
   --no-write     print the table only
-  --no-build     use target/release as it is
+  --no-build     use the last release build as it is
   --only STEP    run one step (repeatable): VERSION, loopback, host-local,
-                 "bridge serial", "64 at once", "growing bridge",
-                 "host-local leases"
+                 "bridge serial", plugins, chains, "64 at once",
+                 "growing bridge", "host-local leases"
   -h, --help     this text
 
-Our binaries are taken from target/release (CNI_PATH is a temporary directory
-holding only them); the reference from /usr/lib/cni.
+Our binaries are taken from the release build (CNI_PATH is a temporary
+directory holding only them); the reference from /usr/lib/cni. A plugin
+missing from either suite is skipped with a note on the page.
 EOF
 }
 
@@ -72,9 +75,10 @@ fi
 # --- build
 if [ "$build" -eq 1 ]; then
     cargo=$(find_cargo) || die "cargo not found; install the Rust toolchain (rustup) or use --no-build"
-    say "building release binaries ($cargo build --release --workspace --bins)"
-    (cd "$repo" && "$cargo" build --release --workspace --bins)
+    say "building release binaries (static on glibc, see scripts/lib.sh)"
+    build_release "$repo" "$cargo" || die "release build failed"
 fi
+rel=$(release_dir "$repo")
 
 # --- our CNI_PATH: only our binaries, so delegation finds our host-local
 prefix="cnirsb$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')"
@@ -91,13 +95,8 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-for bin in bridge host-local loopback; do
-    if [ -x "$repo/target/release/$bin" ]; then
-        ln -s "$repo/target/release/$bin" "$ours/$bin"
-    else
-        say "warning: target/release/$bin is missing; its rows will read n/a"
-    fi
-done
+"$repo/scripts/install.sh" --no-build --force --prefix "$ours" >/dev/null ||
+    die "installing our binaries into $ours failed"
 
 args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
@@ -106,5 +105,5 @@ args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_l
 # masquerade rules and forwarding sysctls never touch the machine's own.
 ip netns add "$prefix-host"
 ip netns exec "$prefix-host" ip link set lo up
-say "measuring ours ($repo/target/release) against the reference (/usr/lib/cni) in netns $prefix-host"
+say "measuring ours ($rel) against the reference (/usr/lib/cni) in netns $prefix-host"
 ip netns exec "$prefix-host" python3 "$repo/scripts/bench/driver.py" "${args[@]}"

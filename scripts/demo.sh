@@ -23,7 +23,7 @@ host-local's dataDir is pointed at a temporary directory.
   --install        install into /opt/cni/bin (scripts/install.sh, which keeps
                    a backup of other suites' binaries) and run from there;
                    by default the plugins run from a temporary directory
-  --no-build       use target/release as it is
+  --no-build       use the last release build as it is
   -h, --help       this text
 
 Needs root, the Rust toolchain (cargo) and apt-get for missing tools
@@ -120,7 +120,7 @@ trap 'exit 143' TERM
 if [ "$build" -eq 1 ]; then
     say "building release binaries"
     cargo=$(find_cargo) || die "cargo not found: install the Rust toolchain (https://rustup.rs) or use --no-build"
-    (cd "$repo" && "$cargo" build --release --workspace --bins 2>&1 | tail -n 3 | sed 's/^/    /')
+    build_release "$repo" "$cargo" 2>&1 | tail -n 3 | sed 's/^/    /'
 fi
 
 say "installing the plugins"
@@ -129,12 +129,9 @@ if [ "$install" -eq 1 ]; then
     plugindir=${DESTDIR:-}${PREFIX:-/opt/cni/bin}
 else
     plugindir="$tmp/bin"
-    mkdir -p "$plugindir"
-    for b in bridge host-local loopback; do
-        [ -x "$repo/target/release/$b" ] || die "target/release/$b is missing (build failed?)"
-        install -m 0755 "$repo/target/release/$b" "$plugindir/$b"
-    done
-    info "copied bridge, host-local, loopback into $plugindir (CNI_PATH); /opt/cni/bin is not touched"
+    "$repo/scripts/install.sh" --no-build --prefix "$plugindir" >/dev/null ||
+        die "installing into $plugindir failed (build failed?)"
+    info "installed our plugins into $plugindir (CNI_PATH); /opt/cni/bin is not touched"
 fi
 for b in bridge host-local loopback; do
     out=$(CNI_COMMAND=VERSION "$plugindir/$b" </dev/null 2>/dev/null || true)

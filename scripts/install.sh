@@ -6,9 +6,12 @@ usage() {
     cat <<'EOF'
 usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--force] [--no-build] [--dry-run]
 
-Builds the release binaries (cargo build --release) and installs every binary
-of the workspace (bridge, loopback, noop, host-local, and any later one such
-as cnitool) into $DESTDIR$PREFIX, by default /opt/cni/bin.
+Builds the release binaries (statically linked on glibc hosts) and installs
+them into $DESTDIR$PREFIX, by default /opt/cni/bin: the multi-call binary
+cni-plugins once, with a hard link to it under each plugin's name (bridge,
+ptp, portmap, ..., host-local, static; `cni-plugins --list`), a copy where
+the directory cannot hold hard links; and every other binary of the
+workspace (noop, cnitool, ...) as a file of its own.
 
 A file that is already there and is not one of ours (another suite, e.g. the
 reference plugins) is never overwritten silently: the script names it and
@@ -24,7 +27,7 @@ SHA-256 of each installed file), which the script keeps in the directory.
   --prefix DIR   plugin directory (default: $PREFIX, else /opt/cni/bin)
   --destdir DIR  staging root prepended to the prefix (default: $DESTDIR)
   --force        replace other suites' binaries without a backup
-  --no-build     install target/release as it is
+  --no-build     install the last release build as it is
   --dry-run      say what would be done, change nothing
   -h, --help     this text
 EOF
@@ -79,10 +82,21 @@ done
 if [ "$build" -eq 1 ]; then
     cargo=$(find_cargo) || die "cargo not found; install the Rust toolchain (rustup) or use --no-build"
     say "building release binaries: ${names[*]}"
-    (cd "$repo" && "$cargo" build --release --workspace --bins)
+    build_release "$repo" "$cargo" || die "release build failed"
 fi
+rel=$(release_dir "$repo")
 for n in "${names[@]}"; do
-    [ -x "$repo/target/release/$n" ] || die "target/release/$n is missing; run without --no-build"
+    [ -x "$rel/$n" ] || die "$rel/$n is missing; run without --no-build"
+done
+# The plugins in the multi-call binary are links to it, not files of their
+# own; it is installed first, so that the links can point at it.
+multi=cni-plugins
+mapfile -t linked < <("$rel/$multi" --list)
+[ ${#linked[@]} -gt 0 ] || die "$rel/$multi --list printed no plugin names"
+is_linked() { local l; for l in "${linked[@]}"; do [ "$l" = "$1" ] && return 0; done; return 1; }
+files=("$multi")
+for n in "${names[@]}"; do
+    [ "$n" = "$multi" ] || is_linked "$n" || files+=("$n")
 done
 
 say "installing into $dest"
@@ -103,30 +117,46 @@ backup="$dest/.backup-$stamp"
 declare -A new_manifest=()
 for name in "${!ours[@]}"; do new_manifest[$name]=${ours[$name]}; done
 changed=0
-for n in "${names[@]}"; do
-    src="$repo/target/release/$n"
-    target="$dest/$n"
-    sum=$(sha256sum "$src" | cut -d' ' -f1)
+# Whether $dest/$1 must be (re)written to hold a file of sha256 $2 (and,
+# with $3, be that same file); keeps a backup of another suite's file.
+must_write() {
+    local n=$1 sum=$2 same=${3:-} target="$dest/$1" have
     new_manifest[$n]=$sum
-    if [ -e "$target" ] || [ -L "$target" ]; then
-        have=$(sha256sum "$target" 2>/dev/null | cut -d' ' -f1 || true)
-        if [ "$have" = "$sum" ]; then
-            say "$n: up to date"
-            continue
-        elif [ -n "$have" ] && [ "${ours[$n]:-}" = "$have" ]; then
-            say "$n: updating our previous build"
-        elif [ "$force" -eq 1 ]; then
-            say "$n: replacing $target (not ours; --force, no backup)"
-        else
-            say "$n: replacing $target (not ours), backup in $backup/$n"
-            run mkdir -p "$backup"
-            run cp -a "$target" "$backup/$n"
-        fi
+    [ -e "$target" ] || [ -L "$target" ] || { say "$n: installing"; return 0; }
+    have=$(sha256sum "$target" 2>/dev/null | cut -d' ' -f1 || true)
+    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ]; }; then
+        say "$n: up to date"
+        return 1
+    elif [ "$have" = "$sum" ] || { [ -n "$have" ] && [ "${ours[$n]:-}" = "$have" ]; }; then
+        say "$n: updating our previous build"
+    elif [ "$force" -eq 1 ]; then
+        say "$n: replacing $target (not ours; --force, no backup)"
     else
-        say "$n: installing"
+        say "$n: replacing $target (not ours), backup in $backup/$n"
+        run mkdir -p "$backup"
+        run cp -a "$target" "$backup/$n"
     fi
+}
+for n in "${files[@]}"; do
+    src="$rel/$n"
+    must_write "$n" "$(sha256sum "$src" | cut -d' ' -f1)" || continue
     run install -m 0755 "$src" "$dest/.$n.tmp-$$"
-    run mv -f "$dest/.$n.tmp-$$" "$target"
+    run mv -f "$dest/.$n.tmp-$$" "$dest/$n"
+    changed=$((changed + 1))
+done
+# Each plugin name: a hard link to the installed multi-call binary (which
+# runs the plugin argv[0] names), renamed into place like a file.
+multi_sum=$(sha256sum "$rel/$multi" | cut -d' ' -f1)
+for n in "${linked[@]}"; do
+    must_write "$n" "$multi_sum" "$dest/$multi" || continue
+    tmp="$dest/.$n.tmp-$$"
+    if [ "$dry" -eq 1 ]; then
+        run ln "$dest/$multi" "$tmp"
+    elif ! ln "$dest/$multi" "$tmp" 2>/dev/null; then
+        say "$n: no hard link possible here, copying $multi"
+        install -m 0755 "$dest/$multi" "$tmp"
+    fi
+    run mv -f "$tmp" "$dest/$n"
     changed=$((changed + 1))
 done
 
@@ -137,6 +167,6 @@ if [ "$dry" -eq 0 ]; then
     done | sort -k2 >"$tmp"
     mv -f "$tmp" "$manifest"
 fi
-say "done: $changed of ${#names[@]} binaries written to $dest"
+say "done: $changed of $((${#files[@]} + ${#linked[@]})) names written to $dest"
 [ -d "$backup" ] && say "previous binaries kept in $backup"
 exit 0

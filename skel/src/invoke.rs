@@ -1,8 +1,20 @@
 //! Delegation: running another plugin (an IPAM plugin) found on `CNI_PATH`
 //! with our environment, `CNI_COMMAND` overridden and our full stdin, as
 //! the reference's `invoke.Delegate*` does, through [`crate::exec`].
+//!
+//! In-process delegation: a multi-call binary (one executable installed
+//! under every plugin's name) registers its plugins with [`in_process`].
+//! When the file `CNI_PATH` resolves to is this very executable (same
+//! device and inode as `/proc/self/exe`), exec would only start this code
+//! again under another name; the plugin then runs on a thread of this
+//! process instead: same stdin, same environment with `CNI_COMMAND`
+//! overridden, stderr shared as a child's would be, and its stdout and exit
+//! code read exactly as a child's. Any other file is exec'd.
 
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::error::{Error, code};
@@ -42,9 +54,42 @@ pub fn exec(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result
     start(plugin, command, cni_path, stdin)?.wait()
 }
 
+/// A plugin's whole run, as [`crate::run`]: environment, stdin, stdout,
+/// stderr; returns the exit code.
+pub type Entry =
+    fn(&dyn Fn(&str) -> Option<String>, &mut dyn Read, &mut dyn Write, &mut dyn Write) -> i32;
+
+/// The plugins a multi-call binary can run in-process, by name.
+pub type Lookup = fn(&str) -> Option<Entry>;
+
+static IN_PROCESS: OnceLock<Lookup> = OnceLock::new();
+
+/// Register the plugins of this executable that delegation may run
+/// in-process (once; later calls are ignored).
+pub fn in_process(lookup: Lookup) {
+    let _ = IN_PROCESS.set(lookup);
+}
+
+/// Whether `bin` is the file this process runs (exec follows symlinks, so
+/// does this).
+fn is_this_executable(bin: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    static SELF: OnceLock<Option<(u64, u64)>> = OnceLock::new();
+    let id = |m: std::fs::Metadata| (m.dev(), m.ino());
+    let me = *SELF.get_or_init(|| std::fs::metadata("/proc/self/exe").ok().map(id));
+    me.is_some() && bin.metadata().ok().map(id) == me
+}
+
 /// A delegated plugin started by [`start`].
 #[derive(Debug)]
-pub struct Running(exec::Running);
+pub struct Running(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Child(exec::Running),
+    /// Run in-process: its exit code and stdout.
+    Thread(std::thread::JoinHandle<(i32, Vec<u8>)>),
+}
 
 /// "text file busy" while a plugin binary is being replaced: a fresh
 /// process up to this many times (the reference retries a spent one).
@@ -57,21 +102,64 @@ const BUSY_DELAY: Duration = Duration::from_millis(200);
 /// cleanup that must follow the plugin's own work).
 pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result<Running, Error> {
     let bin = find_in_path(plugin, cni_path)?;
+    if let Some(entry) = IN_PROCESS.get().and_then(|lookup| lookup(plugin))
+        && is_this_executable(&bin)
+        && let Some(thread) = start_thread(entry, plugin, command, stdin)
+    {
+        return Ok(Running(Inner::Thread(thread)));
+    }
     exec::Command::new(&bin)
         .env("CNI_COMMAND", command)
         .stdin(stdin)
         .inherit_stderr()
         .retry_busy(BUSY_ATTEMPTS, BUSY_DELAY)
         .start()
-        .map(Running)
+        .map(|r| Running(Inner::Child(r)))
         .map_err(|e| Error::internal(e.to_string()))
+}
+
+/// Run `entry` on a thread as the exec'd plugin would run: `CNI_COMMAND`
+/// is `command`, every other variable ours. `None` when no thread can be
+/// started (the caller execs instead).
+fn start_thread(
+    entry: Entry,
+    plugin: &str,
+    command: &str,
+    stdin: &[u8],
+) -> Option<std::thread::JoinHandle<(i32, Vec<u8>)>> {
+    let command = command.to_string();
+    let input = stdin.to_vec();
+    std::thread::Builder::new()
+        .name(plugin.to_string())
+        .spawn(move || {
+            let env = |k: &str| match k {
+                "CNI_COMMAND" => Some(command.clone()),
+                _ => std::env::var(k).ok(),
+            };
+            let mut out = Vec::new();
+            let code = entry(&env, &mut &input[..], &mut out, &mut std::io::stderr());
+            (code, out)
+        })
+        .ok()
 }
 
 impl Running {
     /// Wait for the plugin: its stdout on success, else its error as the
     /// reference's `invoke` reports it (`pluginErr`).
     pub fn wait(self) -> Result<Vec<u8>, Error> {
-        let out = self.0.wait().map_err(|e| Error::internal(e.to_string()))?;
+        let out = match self.0 {
+            Inner::Child(child) => child.wait().map_err(|e| Error::internal(e.to_string()))?,
+            Inner::Thread(thread) => {
+                let (code, stdout) = thread.join().map_err(|_| {
+                    Error::internal("netplugin failed with no error message: panicked")
+                })?;
+                exec::Output {
+                    status: std::process::ExitStatus::from_raw((code & 0xff) << 8),
+                    stdout,
+                    stderr: Vec::new(),
+                }
+            }
+        };
         if out.success() {
             return Ok(out.stdout);
         }
@@ -208,5 +296,76 @@ mod tests {
         let r = delegate_add("ok", path, b"{}", "1.0.0").unwrap();
         assert_eq!(r.version(), "1.0.0");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The in-process stand-in of `fake-ipam`: answers with what it was
+    /// given, fails as told by its stdin.
+    fn fake_ipam(
+        env: &dyn Fn(&str) -> Option<String>,
+        stdin: &mut dyn std::io::Read,
+        stdout: &mut dyn std::io::Write,
+        _stderr: &mut dyn std::io::Write,
+    ) -> i32 {
+        let mut input = String::new();
+        stdin.read_to_string(&mut input).unwrap();
+        let cmd = env("CNI_COMMAND").unwrap_or_default();
+        match input.as_str() {
+            "fail" => {
+                write!(stdout, "{{\"code\":7,\"msg\":\"bad {cmd}\"}}").unwrap();
+                1
+            }
+            "silent" => 3,
+            _ => {
+                write!(stdout, "in-process {cmd} {input} {}", env("PATH").is_some()).unwrap();
+                0
+            }
+        }
+    }
+
+    fn lookup(name: &str) -> Option<Entry> {
+        (name == "fake-ipam").then_some(fake_ipam as Entry)
+    }
+
+    #[test]
+    fn this_executable_runs_in_process_any_other_file_is_execd() {
+        in_process(lookup);
+        let exe = std::env::current_exe().unwrap();
+        // Next to the test binary, so that a hard link is possible.
+        let base = exe
+            .parent()
+            .unwrap()
+            .join(format!("skel-inproc-{}", std::process::id()));
+        let (same, linked, other) = (base.join("same"), base.join("linked"), base.join("other"));
+        for d in [&same, &linked, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::hard_link(&exe, same.join("fake-ipam")).unwrap();
+        std::os::unix::fs::symlink(&exe, linked.join("fake-ipam")).unwrap();
+        let script = other.join("fake-ipam");
+        std::fs::write(&script, "#!/bin/sh\nread x\necho \"exec'd $CNI_COMMAND\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+        for dir in [&same, &linked] {
+            let path = dir.to_str().unwrap();
+            let out = exec("fake-ipam", "ADD", path, b"hello").unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), "in-process ADD hello true");
+            assert_eq!(
+                exec("fake-ipam", "DEL", path, b"fail").unwrap_err(),
+                Error::new(7, "bad DEL")
+            );
+            assert_eq!(
+                exec("fake-ipam", "DEL", path, b"silent").unwrap_err().msg,
+                "netplugin failed with no error message: exit status 3"
+            );
+        }
+        // Same name, another file: exec'd as the spec says.
+        let out = exec("fake-ipam", "CHECK", other.to_str().unwrap(), b"x\n").unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "exec'd CHECK\n");
+        // A name the executable does not run in-process is exec'd too.
+        std::fs::hard_link(&script, same.join("sh-ipam")).unwrap();
+        let out = exec("sh-ipam", "ADD", same.to_str().unwrap(), b"x\n").unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "exec'd ADD\n");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -109,6 +109,22 @@ fn a_retried_add_succeeds_and_makes_nothing_twice() {
     assert_eq!(pod.state(), pristine());
 }
 
+/// DEL returns once the ifb device is gone (the kernel's final wait for it
+/// is left to a child), so an ADD of the same attachment right after it
+/// makes the device again.
+#[test]
+fn an_add_right_after_del_makes_the_ifb_again() {
+    let pod = Pod::new("bwr");
+    let conf = pod.conf("1.0.0", limits());
+    for _ in 0..3 {
+        pod.call("ADD", &conf).ok();
+        assert!(pod.has_link(&pod.ifb()));
+        pod.call("DEL", &conf).ok();
+        assert!(!pod.has_link(&pod.ifb()));
+        assert_eq!(pod.state(), pristine());
+    }
+}
+
 /// The steps of an ADD with both limits, in order.
 const STEPS: &[&str] = &[
     "bandwidth/ingress-shaped",

@@ -1,10 +1,16 @@
 //! DEL: idempotent and best effort. Every step runs even when an earlier
 //! one failed, and all failures are reported together.
 //!
-//! Order as the reference (§5.4): container link (which takes the host
-//! veth with it), then IPAM, then spoof check and masquerade rules. The
-//! masquerade rules are removed by their comment / chain name, so they go
-//! even when `CNI_NETNS` is empty or the namespace is gone.
+//! The reference deletes the container link (which takes the host veth
+//! with it), then runs IPAM DEL, then removes the spoof check and
+//! masquerade rules. Here IPAM DEL is started first and runs while the
+//! kernel unregisters the link, as ptp does (and as ADD overlaps IPAM with
+//! the veth setup); its outcome is collected, and reported, after the
+//! link's. A lease released a few hundred microseconds before its
+//! interface is gone can only be handed to another container's new
+//! interface, never to this one's. The masquerade rules are removed by
+//! their comment / chain name, so they go even when `CNI_NETNS` is empty
+//! or the namespace is gone.
 
 use cni_attach::teardown;
 use cni_firewall::ipmasq::{self, Owner};
@@ -17,6 +23,9 @@ use crate::error::Error;
 
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
+    let ipam = conf
+        .is_layer3()
+        .then(|| skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin));
     let mut errors = Vec::new();
     // Addresses narrow which iptables families are read; prevResult and the
     // link both tell them.
@@ -28,9 +37,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             Err(e) => errors.push(e),
         }
     }
-    if conf.is_layer3()
-        && let Err(e) = skel::invoke::delegate(&conf.ipam_type, "DEL", &args.path, &args.stdin)
-    {
+    if let Some(Err(e)) = ipam.map(|started| started.and_then(|running| running.wait())) {
         errors.push(e.into());
     }
     let masq = conf.is_layer3() && conf.ip_masq;

@@ -1,0 +1,93 @@
+//! `cni-plugins`: every plugin of the suite in one multi-call executable,
+//! installed once and hard-linked under each plugin's name (as k3s ships
+//! its plugins). Which plugin runs is the base name of `argv[0]`, so a
+//! runtime that execs `/opt/cni/bin/bridge`, or copies that one file
+//! elsewhere under the same name, gets the bridge plugin.
+//!
+//! One file instead of ten: the suite is a fraction of the size of ten
+//! statically linked binaries that each carry skel, serde and cni-net,
+//! and a page of shared code mapped by one plugin is already in the page
+//! cache for the next. IPAM plugins that delegation finds to be this same
+//! file run in-process instead of being exec'd ([`skel::invoke::in_process`]).
+//!
+//! The per-plugin binaries of each crate still exist (tests exec them); the
+//! plugin code is in each crate's library.
+
+use std::io::{Read, Write};
+
+use skel::invoke::Entry;
+
+/// The table of plugins: name, then the value implementing `skel::Plugin`.
+/// `$ipam` marks the plugins delegation may run in-process (IPAM plugins
+/// only: they neither change namespaces nor outlive their call).
+macro_rules! plugins {
+    ($($name:literal => $plugin:expr, $ipam:literal;)*) => {
+        /// Every plugin name this executable answers to.
+        pub const NAMES: &[&str] = &[$($name),*];
+
+        /// The whole run of plugin `name` (as [`skel::run`]), `None` for a
+        /// name that is not ours.
+        pub fn entry(name: &str) -> Option<Entry> {
+            match name {
+                $($name => Some(|env, stdin, stdout, stderr| skel::run(&$plugin, env, stdin, stdout, stderr)),)*
+                _ => None,
+            }
+        }
+
+        /// The plugins delegation may run in-process.
+        pub fn ipam_entry(name: &str) -> Option<Entry> {
+            match name {
+                $($name if $ipam => entry(name),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+plugins! {
+    "bridge" => bridge::PLUGIN, false;
+    "ptp" => ptp::PLUGIN, false;
+    "portmap" => portmap::Portmap, false;
+    "bandwidth" => bandwidth::Bandwidth, false;
+    "tuning" => tuning::Tuning, false;
+    "loopback" => loopback::Loopback, false;
+    "host-local" => host_local::HostLocal, true;
+    "static" => static_ipam::Static, true;
+    "firewall" => firewall::Firewall, false;
+}
+
+/// The plugin named by the last component of `argv0`.
+pub fn name_of(argv0: &str) -> &str {
+    argv0.rsplit('/').next().unwrap_or(argv0)
+}
+
+/// Run as `argv0` names us; the exit code. Under another name (the file
+/// `cni-plugins` itself), `--list` prints the plugin names, anything else
+/// explains on stderr.
+pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
+    let name = name_of(argv0);
+    let Some(entry) = entry(name) else {
+        return own_name(name, arg1);
+    };
+    skel::invoke::in_process(ipam_entry);
+    let stdin = std::io::stdin();
+    entry(
+        &|k| std::env::var(k).ok(),
+        &mut stdin.lock() as &mut dyn Read,
+        &mut std::io::stdout().lock() as &mut dyn Write,
+        &mut std::io::stderr().lock(),
+    )
+}
+
+fn own_name(name: &str, arg1: Option<&str>) -> i32 {
+    if arg1 == Some("--list") {
+        println!("{}", NAMES.join("\n"));
+        return 0;
+    }
+    eprintln!(
+        "{name}: a multi-call CNI plugin binary; install it under a plugin's name (or link it there): {}\n\
+         `{name} --list` prints the names",
+        NAMES.join(", ")
+    );
+    1
+}

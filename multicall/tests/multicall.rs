@@ -1,0 +1,151 @@
+//! The multi-call binary as a runtime uses it: bridge and host-local are
+//! names of the one file (host-local then runs in-process), and a copy of
+//! the file under a plugin's name is that plugin.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use testsupport::{PluginHost, TempDir, TestNetns, has_link, ip_of, plugin_bin};
+
+fn multi() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_cni-plugins"))
+}
+
+/// A directory with `names` linked to the multi-call binary.
+fn linked(names: &[&str]) -> (TempDir, Vec<PathBuf>) {
+    let dir = TempDir::new("multi");
+    let paths = names
+        .iter()
+        .map(|n| {
+            std::os::unix::fs::symlink(multi(), dir.join(n)).unwrap();
+            dir.join(n)
+        })
+        .collect();
+    (dir, paths)
+}
+
+#[test]
+fn bridge_with_host_local_in_process_adds_deletes_and_fails_as_separate_binaries() {
+    testsupport::require_root();
+    let (_bins, paths) = linked(&["bridge"]);
+    let host = PluginHost::new("mc", &paths[0], &[]);
+    std::os::unix::fs::symlink(multi(), host.path.join("host-local")).unwrap();
+    // One address only: the second ADD fails in host-local.
+    let mut conf = host.conf(
+        "bridge",
+        "1.0.0",
+        &["10.240.12.0/30"],
+        json!({"bridge": testsupport::unique_name("cnirsmc"), "isGateway": true}),
+    );
+    conf["ipam"]["ranges"][0][0]["rangeStart"] = json!("10.240.12.2");
+
+    let mut c1 = TestNetns::new("mc1");
+    let r = host.add(&conf, "c1", &c1);
+    assert_eq!(ip_of(&r, false), "10.240.12.2");
+    assert!(
+        c1.stdout(&["ip", "-o", "addr", "show", "eth0"])
+            .contains("10.240.12.2/30")
+    );
+    assert_eq!(host.leases(), ["10.240.12.2"]);
+
+    let c2 = TestNetns::new("mc2");
+    let ours = host.call("ADD", &conf, "c2", c2.path(), "eth0").err(999);
+    assert!(!has_link(&c2, "eth0"), "a failed ADD leaves no interface");
+    // The same failure from the separate binaries, host-local exec'd.
+    let separate = PluginHost::new("mcs", &plugin_bin("bridge"), &["host-local"]);
+    let mut sconf = conf.clone();
+    sconf["ipam"]["dataDir"] = json!(host.data.to_str());
+    sconf["bridge"] = json!(testsupport::unique_name("cnirsmc"));
+    let theirs = separate
+        .call("ADD", &sconf, "c2", c2.path(), "eth0")
+        .err(999);
+    assert_eq!(ours["msg"], theirs["msg"]);
+    assert_eq!(
+        ours["msg"],
+        "failed to allocate for range 0: no IP addresses available in range set: 10.240.12.2-10.240.12.2"
+    );
+
+    host.del(&conf, "c1", c1.path());
+    assert!(!has_link(&c1, "eth0"));
+    assert!(
+        host.leases().is_empty(),
+        "DEL released the lease in-process"
+    );
+    // The same container and ifname again, right after DEL.
+    let r = host.add(&conf, "c1", &c1);
+    assert_eq!(ip_of(&r, false), "10.240.12.2");
+    host.del(&conf, "c1", c1.path());
+    c1.delete();
+}
+
+/// Run `cmd`, again while the fresh copy is "text file busy": another test
+/// thread's fork can hold the copy's write descriptor until its exec.
+fn output(cmd: &mut std::process::Command) -> std::process::Output {
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{cmd:?} stayed busy")
+}
+
+#[test]
+fn a_copy_under_a_plugin_name_is_that_plugin_and_its_own_name_lists_them() {
+    let dir = TempDir::new("copy");
+    let copy = dir.join("loopback");
+    std::fs::copy(multi(), &copy).unwrap();
+    let out = output(std::process::Command::new(&copy).env("CNI_COMMAND", "VERSION"));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    let about = output(std::process::Command::new(&copy).env_remove("CNI_COMMAND"));
+    assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI loopback plugin"));
+
+    let list = std::process::Command::new(multi())
+        .arg("--list")
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(names, cni_plugins::NAMES);
+    let unknown = std::process::Command::new(multi()).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("multi-call CNI plugin binary"));
+}
+
+#[test]
+fn ptp_with_static_in_process_adds_checks_and_deletes() {
+    testsupport::require_root();
+    let (_bins, paths) = linked(&["ptp"]);
+    let host = PluginHost::new("mcp", &paths[0], &[]);
+    std::os::unix::fs::symlink(multi(), host.path.join("static")).unwrap();
+    let ipam = json!({"type": "static", "addresses": [{"address": "10.240.13.5/24", "gateway": "10.240.13.1"}],
+                      "routes": [{"dst": "0.0.0.0/0"}]});
+    let conf = host.conf("ptp", "1.0.0", &[], json!({ "ipam": ipam }));
+    let mut c = TestNetns::new("mcp1");
+    let r = host.add(&conf, "c1", &c);
+    assert_eq!(ip_of(&r, false), "10.240.13.5");
+    assert!(
+        c.stdout(&["ip", "-o", "addr", "show", "eth0"])
+            .contains("10.240.13.5/24")
+    );
+    // CHECK delegates to static too.
+    host.call(
+        "CHECK",
+        &testsupport::with_prev(&conf, &r),
+        "c1",
+        c.path(),
+        "eth0",
+    )
+    .ok();
+    host.del(&conf, "c1", c.path());
+    assert!(!has_link(&c, "eth0"));
+    let r = host.add(&conf, "c1", &c);
+    assert_eq!(ip_of(&r, false), "10.240.13.5");
+    host.del(&conf, "c1", c.path());
+    c.delete();
+}
