@@ -65,7 +65,7 @@ fn install(
             iptables::add(&conf.admin_chain, ips, true, iso, &mut undo.iptables)?;
         }
         Backend::Nftables => {
-            let owner = nft::owner(&conf.name, &args.container_id);
+            let owner = nft::owner(&conf.name, &args.container_id, &args.ifname);
             undo.nft = Some(nft::add(host, ips, &owner, iso)?);
             hit("firewall/nftables")?;
         }

@@ -23,7 +23,7 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     match conf.backend(&System::new(&host).with_firewalld(&firewalld::running))? {
         Backend::Iptables => iptables::check(&conf.admin_chain, &ips, true, iso.as_ref()),
         Backend::Nftables => {
-            let owner = nft::owner(&conf.name, &args.container_id);
+            let owner = nft::owner(&conf.name, &args.container_id, &args.ifname);
             nft::check(&host, &ips, &owner, iso.as_ref())
         }
         Backend::Firewalld => {

@@ -34,7 +34,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         let b = Some(r.backend.as_str());
         del::remove(
             &conf,
-            &r.container_id,
+            (&r.container_id, &r.ifname),
             &r.addrs,
             &held,
             b,
@@ -46,7 +46,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     if scope.includes(Backend::Nftables) {
         let keep: Vec<String> = valid
             .iter()
-            .map(|(c, _)| nft::owner(&conf.name, c))
+            .map(|(c, i)| nft::owner(&conf.name, c, i))
             .collect();
         let r = Netlink::host()
             .map_err(cni_firewall::Error::from)

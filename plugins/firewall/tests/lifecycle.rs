@@ -121,7 +121,7 @@ fn check_fails_once_a_rule_is_gone() {
     assert_eq!(
         e["msg"],
         format!(
-            "expected rule [ip6 saddr fd40:80::3 accept comment \"name: {} id: c2\"] in chain inet cni_plugins_firewall forward not found",
+            "expected rule [ip6 saddr fd40:80::3 accept comment \"name: {} if: eth0 id: c2\"] in chain inet cni_plugins_firewall forward not found",
             lab.a.name
         )
     );
@@ -179,6 +179,36 @@ fn gc_spares_other_networks() {
         for (net, cid) in [(&longer, "x1"), (&lab.b.name, "b1")] {
             lab.firewall("DEL", &lab.conf(net, json!({})), cid, "").ok();
         }
+        assert_eq!(lab.records(), 0);
+    }
+}
+
+/// Two attachments of one container to one network (two interfaces, as
+/// multus makes them): DEL of one leaves the other's rules, CHECK of the
+/// other passes, on both backends.
+#[test]
+fn del_of_one_interface_spares_the_containers_other_one() {
+    let lab = Lab::new("fwl");
+    for backend in BACKENDS {
+        let run = |cmd: &str, conf: &Value, ifname: &str| {
+            lab.host
+                .request(cmd, conf, "c1", "/x", ifname)
+                .env("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS)
+                .run_in(lab.host.ns.name(), bin())
+        };
+        let conf = bare(&lab, backend);
+        let first = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.83.2/24"]));
+        let second = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.83.3/24"]));
+        run("ADD", &first, "net1").ok();
+        run("ADD", &second, "net2").ok();
+        run("DEL", &conf, "net1").ok();
+        let all = lab.iptables() + &lab.nft();
+        assert!(!all.contains("10.240.83.2"), "{backend}: {all}");
+        assert!(all.contains("10.240.83.3"), "{backend}: {all}");
+        run("CHECK", &second, "net2").ok();
+        run("DEL", &conf, "net2").ok();
+        let all = lab.iptables() + &lab.nft();
+        assert!(!all.contains("10.240.83.3"), "{backend}: {all}");
         assert_eq!(lab.records(), 0);
     }
 }
