@@ -1,5 +1,5 @@
 //! A record per attachment, written by ADD before it installs anything:
-//! `<dataDir>/<network>/<containerID>_<ifname>` (default dataDir
+//! `<dataDir>/<network>/<containerID>:<ifname>` (default dataDir
 //! `/run/cni/firewall`; the rules do not outlive a reboot, neither do the
 //! records), JSON with `containerID`, `ifname`, `backend` and `addrs`.
 //!
@@ -32,8 +32,19 @@ fn dir(data_dir: &Path, network: &str) -> PathBuf {
     data_dir.join(network)
 }
 
+/// The longest plain file name: room left for the temporary file's
+/// `.` and `.tmp` within `NAME_MAX` (255).
+const NAME_MAX_PLAIN: usize = 200;
+
+/// `<containerID>:<ifname>`: neither holds a `:` (skel refuses it in
+/// both), so no two attachments share a file, as they would with `_`,
+/// which both may hold. A name too long for a file is hashed.
 fn file_name(cid: &str, ifname: &str) -> String {
-    format!("{cid}_{ifname}")
+    let name = format!("{cid}:{ifname}");
+    match name.len() <= NAME_MAX_PLAIN {
+        true => name,
+        false => format!("sha512-{}", skel::sha512::hex_prefix(&name, 32)),
+    }
 }
 
 fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
@@ -59,17 +70,17 @@ pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result
     let path = dir(data_dir, network).join(file_name(cid, ifname));
     match fs::remove_file(&path) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        // No record there (with `dataDir` a file, none anywhere).
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
         Err(e) => Err(io_error("remove", &path, &e)),
     }
 }
 
-/// The attachment's record, if there is one.
+/// The attachment's record, if there is one (and names it: a hashed file
+/// name is checked against what the record holds).
 pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
-    parse(
-        network,
-        &fs::read(dir(data_dir, network).join(file_name(cid, ifname))).ok()?,
-    )
+    let path = dir(data_dir, network).join(file_name(cid, ifname));
+    parse(network, &fs::read(path).ok()?).filter(|r| r.container_id == cid && r.ifname == ifname)
 }
 
 fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
@@ -172,5 +183,42 @@ mod tests {
         remove(&d, "n1", "c1", "eth0").unwrap();
         assert_eq!(read(&d, "n1", "c1", "eth0"), None);
         let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Attachments whose names join alike (`x` + `eth_0`, `x_eth` + `0`)
+    /// keep a record each; a container ID too long for a file name still
+    /// has one; with `dataDir` a file, there is no record to remove.
+    #[test]
+    fn every_attachment_its_own_record() {
+        let d = std::env::temp_dir().join(format!("cnirs-fwrec2-{}", std::process::id()));
+        let rec = |cid: &str, ifname: &str, ip: &str| Record {
+            network: "n1".into(),
+            container_id: cid.into(),
+            ifname: ifname.into(),
+            backend: "iptables".into(),
+            addrs: vec![ip.parse().unwrap()],
+        };
+        let long = "c".repeat(300);
+        let all = [
+            rec("x", "eth_0", "10.240.0.2"),
+            rec("x_eth", "0", "10.240.0.3"),
+            rec(&long, "eth0", "10.240.0.4"),
+        ];
+        for r in &all {
+            write(&d, r).unwrap();
+        }
+        for r in &all {
+            assert_eq!(read(&d, "n1", &r.container_id, &r.ifname).as_ref(), Some(r));
+        }
+        assert_eq!(of_network(&d, "n1").len(), 3);
+        remove(&d, "n1", "x", "eth_0").unwrap();
+        assert_eq!(read(&d, "n1", "x_eth", "0").as_ref(), Some(&all[1]));
+        remove(&d, "n1", &long, "eth0").unwrap();
+        assert_eq!(of_network(&d, "n1"), vec![all[1].clone()]);
+        let _ = fs::remove_dir_all(&d);
+        fs::write(&d, "").unwrap();
+        assert_eq!(read(&d, "n1", "x", "eth0"), None);
+        remove(&d, "n1", "x", "eth0").unwrap();
+        let _ = fs::remove_file(&d);
     }
 }
