@@ -33,6 +33,9 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     if ips.is_empty() {
         return Ok(prev);
     }
+    if backend != Backend::Nftables {
+        iptables::check_bridge(iso.as_ref())?;
+    }
     let _lock = record::lock(&conf.data_dir)?;
     let mut undo = Undo::default();
     match install(&conf, args, &host, backend, &ips, iso.as_ref(), &mut undo) {

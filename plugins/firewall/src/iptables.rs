@@ -339,6 +339,19 @@ pub fn del_present(save: &Save, ips: &[IpAddr]) -> Batch {
     b
 }
 
+/// Refuse a bridge whose name holds `"`: `iptables-save` prints interface
+/// names as they are, so its rules would not read back as written (each
+/// ADD would add them again, CHECK never find them). Before any change.
+pub fn check_bridge(iso: Option<&Isolation>) -> Result<(), Error> {
+    match iso {
+        Some(i) if i.bridge.contains('"') => Err(Error::internal(format!(
+            "bridge name {} holds a quote, which iptables-save does not print back",
+            skel::gojson::quote(&i.bridge)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn fw_error(e: cni_firewall::Error) -> Error {
     Error::internal(e.to_string())
 }

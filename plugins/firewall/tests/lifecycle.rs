@@ -265,6 +265,54 @@ fn reference_messages_and_nothing_changed_on_refusal() {
     assert_eq!(lab.records(), 0);
 }
 
+/// A bridge name no interface can have is refused before anything
+/// changes (with iptables, `-i x y` would be installed for `x\ny` and
+/// duplicated by every ADD). `a"b` is a valid name, but `iptables-save`
+/// prints it unquoted, so our iptables ADD could not find its rules
+/// again: refused with iptables, fine with nftables.
+#[test]
+fn bridge_names_no_interface_can_have_are_refused() {
+    let lab = Lab::new("fwl");
+    let before = (lab.iptables(), lab.nft());
+    let odd = |backend: &str, br: &str| {
+        let conf = lab.conf(
+            &lab.a.name,
+            json!({"backend": backend, "ingressPolicy": "isolated"}),
+        );
+        with_prev(&conf, &prev(br, &["10.240.84.2/24", "fd40:84::2/64"]))
+    };
+    for backend in BACKENDS {
+        for br in ["x\ny", "a b", "a/b", "a:b", ".", "abcdefghijklmnop"] {
+            let e = lab.firewall("ADD", &odd(backend, br), "c1", "/x").err(999);
+            let quoted = serde_json::to_string(br).unwrap();
+            assert_eq!(
+                e["msg"],
+                format!("invalid bridge name {quoted}: not a valid interface name"),
+                "{backend}"
+            );
+            lab.firewall("CHECK", &odd(backend, br), "c1", "/x")
+                .err(999);
+            assert_eq!((lab.iptables(), lab.nft()), before, "{backend} {br:?}");
+            assert_eq!(lab.records(), 0);
+        }
+    }
+    let e = lab
+        .firewall("ADD", &odd("iptables", "a\"b"), "c1", "/x")
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "bridge name \"a\\\"b\" holds a quote, which iptables-save does not print back"
+    );
+    assert_eq!((lab.iptables(), lab.nft()), before);
+    let conf = odd("nftables", "a\"b");
+    for _ in 0..2 {
+        lab.firewall("ADD", &conf, "c1", "/x").ok();
+    }
+    lab.firewall("CHECK", &conf, "c1", "/x").ok();
+    assert_eq!(lab.nft().matches("oifname \"a\"b\" drop").count(), 2);
+    lab.firewall("DEL", &conf, "c1", "").ok();
+}
+
 #[test]
 fn no_addresses_nothing_installed_check_passes_status() {
     let lab = Lab::new("fwl");
