@@ -27,6 +27,11 @@ use crate::{firewalld, iptables, nft};
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let (cid, ifname) = (args.container_id.as_str(), args.ifname.as_str());
+    // Under ADD's lock: two DELs of one attachment at once would delete
+    // the same nftables rules (the second fails), and a stale DEL could
+    // read the records just before an ADD reusing its address writes its
+    // own. Best effort: without it (dataDir not writable) DEL goes on.
+    let _lock = record::lock(&conf.data_dir).ok();
     let mut ips = conf.addrs();
     let rec = record::read(&conf.data_dir, &conf.name, cid, ifname);
     let recorded = rec.as_ref().map(|r| r.backend.clone());

@@ -23,6 +23,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
         return Ok(());
     };
+    let _lock = record::lock(&conf.data_dir).ok();
     let is_valid = |cid: &str, ifname: &str| valid.iter().any(|(c, i)| c == cid && i == ifname);
     let (stale, live): (Vec<_>, Vec<_>) = record::all(&conf.data_dir)
         .into_iter()

@@ -134,9 +134,10 @@ pub fn held_elsewhere(data_dir: &Path, network: &str, cid: &str, ifname: &str) -
 }
 
 /// An exclusive lock on `<dataDir>/.lock`, held while ADD reads and
-/// writes the shared chains: two ADDs at once would each find a shared
-/// chain or rule missing and both create it (an iptables chain declared
-/// twice is flushed by the second).
+/// writes the shared chains (two ADDs at once would each find a shared
+/// chain or rule missing and both create it; an iptables chain declared
+/// twice is flushed by the second), and by DEL and GC (two DELs of one
+/// attachment would delete the same nftables rules).
 pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
     fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
     let path = data_dir.join(".lock");
