@@ -83,7 +83,7 @@ pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<R
     parse(network, &fs::read(path).ok()?).filter(|r| r.container_id == cid && r.ifname == ifname)
 }
 
-fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
+pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
     let v: Value = serde_json::from_slice(bytes).ok()?;
     let addrs = v["addrs"]
         .as_array()?
