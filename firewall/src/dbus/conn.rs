@@ -389,6 +389,57 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// A bus that talks without end but never answers: signals without
+    /// pause after authentication, or an authentication line trickled a
+    /// byte at a time. The deadline still ends the wait.
+    #[test]
+    fn a_chattering_bus_times_out() {
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(b"OK 0123\r\n");
+            let signal = Message {
+                kind: message::SIGNAL,
+                serial: 1,
+                path: Some("/p".into()),
+                interface: Some("a.b".into()),
+                member: Some("Noise".into()),
+                ..Message::default()
+            };
+            let bytes = signal.encode().unwrap();
+            while s.write_all(&bytes).is_ok() {}
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_millis(200)).err();
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(dir);
+
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            for _ in 0..200 {
+                if s.write_all(b"O").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_millis(200)).err();
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[test]
     fn a_bus_with_a_full_listen_queue_times_out() {
         use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType};
