@@ -313,6 +313,42 @@ fn bridge_names_no_interface_can_have_are_refused() {
     lab.firewall("DEL", &conf, "c1", "").ok();
 }
 
+/// An `iptablesAdminChainName` iptables cannot take (blank, too long, a
+/// target's name, the chain that jumps to it, a line break with a rule
+/// after it) fails ADD with iptables' reason and changes nothing: the
+/// batch of each family is all or nothing, and the failed ADD undoes the
+/// other family's.
+#[test]
+fn admin_chain_names_iptables_refuses_change_nothing() {
+    let lab = Lab::new("fwl");
+    let before = (lab.iptables(), lab.nft());
+    for (admin, why) in [
+        ("A B", "Invalid target name `A B'"),
+        (&*"x".repeat(29), "too long (must be under 29 chars)"),
+        ("DROP", "chain name may not clash with target name"),
+        ("CNI-FORWARD", "Too many links"),
+        ("X\n-A FORWARD -j DROP", "Invalid target name"),
+    ] {
+        let conf = lab.conf(
+            &lab.a.name,
+            json!({"backend": "iptables", "iptablesAdminChainName": admin}),
+        );
+        let conf = with_prev(
+            &conf,
+            &prev(&lab.a.bridge, &["10.240.86.2/24", "fd40:86::2/64"]),
+        );
+        let e = lab.firewall("ADD", &conf, "c1", "/x").err(999);
+        let msg = e["msg"].as_str().unwrap();
+        assert!(
+            msg.starts_with("iptables-restore: ") || msg.starts_with("ip6tables-restore: "),
+            "{admin:?}: {msg}"
+        );
+        assert!(msg.contains(why), "{admin:?}: {msg}");
+        assert_eq!((lab.iptables(), lab.nft()), before, "{admin:?}");
+        assert_eq!(lab.records(), 0);
+    }
+}
+
 #[test]
 fn no_addresses_nothing_installed_check_passes_status() {
     let lab = Lab::new("fwl");
