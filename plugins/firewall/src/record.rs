@@ -1,7 +1,8 @@
 //! A record per attachment, written by ADD before it installs anything:
 //! `<dataDir>/<network>/<containerID>:<ifname>` (default dataDir
 //! `/run/cni/firewall`; the rules do not outlive a reboot, neither do the
-//! records), JSON with `containerID`, `ifname`, `backend` and `addrs`.
+//! records), JSON with `network`, `containerID`, `ifname`, `backend` and
+//! `addrs`. Names too long for a file or directory are hashed.
 //!
 //! The reference's iptables rules name only the container's address (so
 //! the Go plugin can delete ours and we its, rule for rule), which leaves
@@ -28,8 +29,18 @@ pub struct Record {
     pub addrs: Vec<IpAddr>,
 }
 
+/// `<dataDir>/<network>`; a name too long for a directory is hashed
+/// (records say their network, so [`all`] still knows it).
 fn dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(network)
+    data_dir.join(bounded(network))
+}
+
+/// `name`, or its hash when it is longer than a file name may be.
+fn bounded(name: &str) -> String {
+    match name.len() <= NAME_MAX_PLAIN {
+        true => name.to_string(),
+        false => format!("sha512-{}", skel::sha512::hex_prefix(name, 32)),
+    }
 }
 
 /// The longest plain file name: room left for the temporary file's
@@ -40,11 +51,7 @@ const NAME_MAX_PLAIN: usize = 200;
 /// both), so no two attachments share a file, as they would with `_`,
 /// which both may hold. A name too long for a file is hashed.
 fn file_name(cid: &str, ifname: &str) -> String {
-    let name = format!("{cid}:{ifname}");
-    match name.len() <= NAME_MAX_PLAIN {
-        true => name,
-        false => format!("sha512-{}", skel::sha512::hex_prefix(&name, 32)),
-    }
+    bounded(&format!("{cid}:{ifname}"))
 }
 
 fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
@@ -59,8 +66,8 @@ pub fn write(data_dir: &Path, r: &Record) -> Result<(), Error> {
     let path = d.join(&name);
     let tmp = d.join(format!(".{name}.tmp"));
     let addrs: Vec<String> = r.addrs.iter().map(|a| a.to_string()).collect();
-    let doc = json!({"containerID": r.container_id, "ifname": r.ifname,
-        "backend": r.backend, "addrs": addrs});
+    let doc = json!({"network": r.network, "containerID": r.container_id,
+        "ifname": r.ifname, "backend": r.backend, "addrs": addrs});
     fs::write(&tmp, doc.to_string()).map_err(|e| io_error("write", &tmp, &e))?;
     fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))
 }
@@ -80,7 +87,8 @@ pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result
 /// name is checked against what the record holds).
 pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
     let path = dir(data_dir, network).join(file_name(cid, ifname));
-    parse(network, &fs::read(path).ok()?).filter(|r| r.container_id == cid && r.ifname == ifname)
+    parse(network, &fs::read(path).ok()?)
+        .filter(|r| r.network == network && r.container_id == cid && r.ifname == ifname)
 }
 
 pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
@@ -91,7 +99,7 @@ pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
         .filter_map(|a| a.as_str()?.parse().ok())
         .collect();
     Some(Record {
-        network: network.to_string(),
+        network: v["network"].as_str().unwrap_or(network).to_string(),
         container_id: v["containerID"].as_str()?.to_string(),
         ifname: v["ifname"].as_str()?.to_string(),
         backend: v["backend"].as_str().unwrap_or_default().to_string(),
@@ -101,7 +109,16 @@ pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
 
 /// The records of `network`.
 pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
-    let Ok(entries) = fs::read_dir(dir(data_dir, network)) else {
+    in_dir(&dir(data_dir, network), network)
+        .into_iter()
+        .filter(|r| r.network == network)
+        .collect()
+}
+
+/// The records in `d`, a network's directory (`network` for records
+/// that do not say theirs).
+fn in_dir(d: &Path, network: &str) -> Vec<Record> {
+    let Ok(entries) = fs::read_dir(d) else {
         return Vec::new();
     };
     entries
@@ -118,8 +135,8 @@ pub fn all(data_dir: &Path) -> Vec<Record> {
     };
     nets.flatten()
         .filter(|n| n.path().is_dir())
-        .filter_map(|n| n.file_name().into_string().ok())
-        .flat_map(|n| of_network(data_dir, &n))
+        .filter_map(|n| Some((n.path(), n.file_name().into_string().ok()?)))
+        .flat_map(|(path, name)| in_dir(&path, &name))
         .collect()
 }
 
@@ -216,6 +233,17 @@ mod tests {
         assert_eq!(read(&d, "n1", "x_eth", "0").as_ref(), Some(&all[1]));
         remove(&d, "n1", &long, "eth0").unwrap();
         assert_eq!(of_network(&d, "n1"), vec![all[1].clone()]);
+        // A network name too long for a directory.
+        let net = "n".repeat(300);
+        let r = Record {
+            network: net.clone(),
+            ..all[1].clone()
+        };
+        write(&d, &r).unwrap();
+        assert_eq!(read(&d, &net, "x_eth", "0").as_ref(), Some(&r));
+        assert_eq!(of_network(&d, &net), vec![r.clone()]);
+        assert!(super::all(&d).contains(&r));
+        assert_eq!(held_elsewhere(&d, "n1", "x_eth", "0"), r.addrs);
         let _ = fs::remove_dir_all(&d);
         fs::write(&d, "").unwrap();
         assert_eq!(read(&d, "n1", "x", "eth0"), None);
