@@ -139,6 +139,19 @@ fn firewalld_backend_on_a_private_bus() {
     assert_eq!(f.add_source("trusted", V4), Ok(true));
     b.ours("DEL", &unknown, "c5").ok();
     assert_eq!(zone_of(&mut f, V4).as_deref(), Some("trusted"));
+    // Nor a zone no D-Bus string can carry (a NUL byte): ADD fails, DEL
+    // succeeds.
+    let nul = with_prev(
+        &lab.conf(
+            &lab.a.name,
+            json!({"backend": "firewalld", "firewalldZone": "a\u{0}b"}),
+        ),
+        &p,
+    );
+    let e = b.ours("ADD", &nul, "c5").err(999);
+    assert!(e["msg"].as_str().unwrap().contains("NUL"), "{e}");
+    b.ours("DEL", &nul, "c5").ok();
+    assert_eq!(zone_of(&mut f, V4).as_deref(), Some("trusted"));
     assert_eq!(f.remove_source("trusted", V4), Ok(true));
     assert_eq!(lab.records(), 0);
 
