@@ -183,6 +183,34 @@ fn gc_spares_other_networks() {
     }
 }
 
+/// A record cut short (a crash while the disk filled) or a dataDir that
+/// is a file: DEL still succeeds and removes what it can find (nftables
+/// rules by comment, iptables rules by `prevResult`), and the broken
+/// record goes.
+#[test]
+fn del_survives_a_broken_record_or_data_dir() {
+    let lab = Lab::new("fwl");
+    for backend in BACKENDS {
+        let conf = added(&lab, backend, "c1", &["10.240.88.2/24"]);
+        let net_dir = lab.records.join(&lab.a.name);
+        for e in std::fs::read_dir(&net_dir).unwrap().flatten() {
+            std::fs::write(e.path(), "{\"addrs\":[\"10.2").unwrap();
+        }
+        let del = match backend {
+            "iptables" => conf.clone(),
+            _ => bare(&lab, backend),
+        };
+        lab.firewall("DEL", &del, "c1", "").ok();
+        assert_eq!(lab.rules_of("10.240.88.2", "c1"), Vec::<String>::new());
+        assert_eq!(lab.records(), 0);
+    }
+    let file = lab.records.join("file");
+    std::fs::write(&file, "").unwrap();
+    let mut conf = bare(&lab, "nftables");
+    conf["dataDir"] = json!(file.to_str().unwrap());
+    lab.firewall("DEL", &conf, "c1", "").ok();
+}
+
 /// Two attachments of one container to one network (two interfaces, as
 /// multus makes them): DEL of one leaves the other's rules, CHECK of the
 /// other passes, on both backends.
