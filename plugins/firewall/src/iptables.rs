@@ -18,9 +18,11 @@
 //! Where the reference runs one `iptables` process per check and per rule
 //! (about 15 for a dual-stack ADD), ADD here reads each family's table
 //! once (`iptables-save`) and writes everything missing in one
-//! `iptables-restore` batch; the two families run in parallel. DEL first
-//! tries the deletions without reading (one restore per family), and
-//! reads only when that batch fails because a rule is already gone.
+//! `iptables-restore` batch (missing chains made with `-N`, which
+//! fails rather than empty a chain someone made meanwhile); the two
+//! families run in parallel. DEL first tries the deletions without
+//! reading (one restore per family), and reads only when that batch
+//! fails because a rule is already gone.
 //! A rule is "there" when a saved rule has the same arguments, which is
 //! what `iptables -C` decides for these rules (addresses compared as
 //! addresses: `iptables-save` writes `::a00:2` as `::10.0.0.2`).
@@ -261,7 +263,10 @@ impl Building {
             return;
         }
         self.declared.push(chain.to_string());
-        self.plan.batch.declare(TABLE, chain);
+        // `-N`, not `:<chain>`: should someone not under our lock (the
+        // Go plugin) make the chain after our save, the batch fails
+        // rather than empty it.
+        self.plan.batch.create_chain(TABLE, chain);
     }
 
     fn rule(&mut self, save: &Save, r: &Rule, pos: Pos) {

@@ -53,6 +53,8 @@ impl Model {
                         Err(_) => next.chains.push((name, Vec::new())),
                     }
                 }
+                "-N" if next.chain(&w[1]).is_ok() => return Err(format!("{} exists", w[1])),
+                "-N" => next.chains.push((w[1].clone(), Vec::new())),
                 "-A" => next.chain(&w[1])?.push(args()),
                 "-I" => next.chain(&w[1])?.insert(0, w[3..].to_vec()),
                 "-D" => {

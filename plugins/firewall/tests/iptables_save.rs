@@ -97,3 +97,37 @@ proptest! {
         })?;
     }
 }
+
+/// A chain someone made between ADD's save and its restore (the Go
+/// plugin's ADD of another container, or ours with another `dataDir`:
+/// neither under our lock) is not flushed: ADD creates the chains it
+/// found missing with `-N`, which fails where `:<chain>` would empty the
+/// chain, so the ADD fails (the runtime retries it) and the other
+/// container keeps its rules.
+#[test]
+fn a_chain_made_meanwhile_is_not_flushed() {
+    let ns = TestNetns::new("fwsave");
+    ns.enter(|| {
+        let ips: Vec<IpAddr> = vec!["10.240.89.2".parse().unwrap()];
+        let w = wanted(&ips, None);
+        let stale = saved(Family::V4);
+        let mut other = ipt::Batch::new();
+        other.declare("filter", "CNI-FORWARD").append(
+            "filter",
+            "CNI-FORWARD",
+            &["-s", "10.240.89.3/32", "-j", "ACCEPT"],
+        );
+        apply(Family::V4, &other);
+        let plan = plan_add(&stale, &w);
+        let r = ipt::restore(Family::V4, &plan.batch);
+        let now = saved(Family::V4);
+        assert!(r.is_err(), "{}", now.text());
+        assert!(
+            now.text().contains("-s 10.240.89.3/32 -j ACCEPT"),
+            "{}",
+            now.text()
+        );
+        apply(Family::V4, &plan_add(&now, &w).batch);
+        assert_eq!(check_saved(&saved(Family::V4), &w), Ok(()));
+    });
+}

@@ -351,11 +351,11 @@ fn admin_chain_names_iptables_refuses_change_nothing() {
     let lab = Lab::new("fwl");
     let before = (lab.iptables(), lab.nft());
     for (admin, why) in [
-        ("A B", "Invalid target name `A B'"),
+        ("A B", "Invalid chain name `A B'"),
         (&*"x".repeat(29), "too long (must be under 29 chars)"),
         ("DROP", "chain name may not clash with target name"),
         ("CNI-FORWARD", "Too many links"),
-        ("X\n-A FORWARD -j DROP", "Invalid target name"),
+        ("X\n-A FORWARD -j DROP", "Invalid chain name"),
     ] {
         let conf = lab.conf(
             &lab.a.name,

@@ -30,12 +30,12 @@ fn a_fresh_table_gets_everything_in_one_batch() {
     assert_eq!(
         plan.batch.text(),
         format!(
-            "*filter\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n\
+            "*filter\n-N CNI-FORWARD\n-N CNI-ADMIN\n\
 -I FORWARD 1 {} -j CNI-FORWARD\n\
 -I CNI-FORWARD 1 {} -j CNI-ADMIN\n\
 -A CNI-FORWARD -d 10.44.0.3/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
 -A CNI-FORWARD -s 10.44.0.3/32 -j ACCEPT\n\
-:CNI-ISOLATION-STAGE-1 - [0:0]\n:CNI-ISOLATION-STAGE-2 - [0:0]\n\
+-N CNI-ISOLATION-STAGE-1\n-N CNI-ISOLATION-STAGE-2\n\
 -I FORWARD 1 {d} -j CNI-ISOLATION-STAGE-1\n\
 -I CNI-ISOLATION-STAGE-1 1 -i cni0 ! -o cni0 {p} -j CNI-ISOLATION-STAGE-2\n\
 -A CNI-ISOLATION-STAGE-1 {d} -j RETURN\n\
