@@ -213,7 +213,8 @@ fn del_survives_a_broken_record_or_data_dir() {
 
 /// Two attachments of one container to one network (two interfaces, as
 /// multus makes them): DEL of one leaves the other's rules, CHECK of the
-/// other passes, on both backends.
+/// other passes, GC with one of them valid takes the other's, on both
+/// backends.
 #[test]
 fn del_of_one_interface_spares_the_containers_other_one() {
     let lab = Lab::new("fwl");
@@ -234,9 +235,18 @@ fn del_of_one_interface_spares_the_containers_other_one() {
         assert!(!all.contains("10.240.83.2"), "{backend}: {all}");
         assert!(all.contains("10.240.83.3"), "{backend}: {all}");
         run("CHECK", &second, "net2").ok();
-        run("DEL", &conf, "net2").ok();
+        // GC with only the first attachment valid takes the second's.
+        run("ADD", &first, "net1").ok();
+        let mut gc = conf.clone();
+        gc["cniVersion"] = json!("1.1.0");
+        gc["cni.dev/valid-attachments"] = json!([{"containerID": "c1", "ifname": "net1"}]);
+        lab.firewall("GC", &gc, "", "").ok();
         let all = lab.iptables() + &lab.nft();
         assert!(!all.contains("10.240.83.3"), "{backend}: {all}");
+        run("CHECK", &first, "net1").ok();
+        run("DEL", &conf, "net1").ok();
+        let all = lab.iptables() + &lab.nft();
+        assert!(!all.contains("10.240.83."), "{backend}: {all}");
         assert_eq!(lab.records(), 0);
     }
 }
