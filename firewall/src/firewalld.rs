@@ -98,15 +98,24 @@ impl Firewalld {
 
     /// Unbind `source` from `zone`: `true` when removed, `false` when it
     /// was not bound to that zone: not bound at all (`UNKNOWN_SOURCE`;
-    /// `NOT_ENABLED` from older firewalld) or bound to another zone
-    /// (`ZONE_CONFLICT`), which is not ours to remove. The reference
-    /// ignores every error here; DEL callers may too.
+    /// `NOT_ENABLED` from older firewalld), bound to another zone
+    /// (`ZONE_CONFLICT`), which is not ours to remove, or the zone does
+    /// not exist (`INVALID_ZONE`, or a name holding a NUL, which no
+    /// D-Bus string can carry: it holds nothing; a DEL after an ADD that
+    /// failed on it must succeed). The reference ignores every error
+    /// here; DEL callers may too.
     pub fn remove_source(&mut self, zone: &str, source: &str) -> Result<bool> {
+        if zone.contains('\0') {
+            // No D-Bus string, so no zone, holds a NUL: nothing is bound.
+            return Ok(false);
+        }
         let what = format!("failed to remove the address {source} from {zone} zone");
         match self.zone_call("removeSource", &[zone, source], what) {
             Ok(_) => Ok(true),
             Err(e) => match e.firewalld_code() {
-                Some("UNKNOWN_SOURCE" | "NOT_ENABLED" | "ZONE_CONFLICT") => Ok(false),
+                Some("UNKNOWN_SOURCE" | "NOT_ENABLED" | "ZONE_CONFLICT" | "INVALID_ZONE") => {
+                    Ok(false)
+                }
                 _ => Err(e),
             },
         }

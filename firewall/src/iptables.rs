@@ -296,6 +296,12 @@ impl Batch {
         self.push(table, format!(":{chain} - [0:0]"))
     }
 
+    /// `-N <chain>`: create the chain; the batch fails when it exists
+    /// (where [`Batch::declare`] would flush it).
+    pub fn create_chain(&mut self, table: &str, chain: &str) -> &mut Batch {
+        self.push(table, format!("-N {}", quote_arg(chain)))
+    }
+
     /// `-A <chain> <args>`.
     pub fn append(&mut self, table: &str, chain: &str, args: &[&str]) -> &mut Batch {
         self.rule(table, "-A", chain, args)
@@ -459,11 +465,12 @@ mod tests {
             .delete_saved("nat", "not a rule")
             .delete("nat", "POSTROUTING", &["-s", "10.0.0.3", "-j", "CNI-A"])
             .flush("nat", "CNI-A")
-            .delete_chain("nat", "CNI-A");
+            .delete_chain("nat", "CNI-A")
+            .create_chain("nat", "CNI-B");
         assert_eq!(
             b.text(),
             "*nat\n:CNI-A - [0:0]\n-A CNI-A -d 10.0.0.0/24 -m comment --comment \"a b\" -j ACCEPT\n\
--D POSTROUTING -s 10.0.0.2/32 -j CNI-A\n-D POSTROUTING -s 10.0.0.3 -j CNI-A\n-F CNI-A\n-X CNI-A\nCOMMIT\n\
+-D POSTROUTING -s 10.0.0.2/32 -j CNI-A\n-D POSTROUTING -s 10.0.0.3 -j CNI-A\n-F CNI-A\n-X CNI-A\n-N CNI-B\nCOMMIT\n\
 *filter\n-I FORWARD 1 -j CNI-FORWARD\nCOMMIT\n"
         );
         let mut b = Batch::new();

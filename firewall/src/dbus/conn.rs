@@ -100,15 +100,17 @@ pub struct Conn {
 
 impl Conn {
     /// Connect to `address` (entries separated by `;`, tried in order),
-    /// authenticate and say `Hello`, each step within `timeout`.
+    /// authenticate and say `Hello`, all within `timeout`.
     pub fn open(address: &str, timeout: Duration) -> Result<Conn, Error> {
+        let deadline = Instant::now() + timeout;
         let mut why = Vec::new();
         for entry in address.split(';').filter(|e| !e.is_empty()) {
+            let left = deadline.saturating_duration_since(Instant::now());
             match parse_address(entry).and_then(|a| {
-                connect(&a, timeout)
+                connect(&a, left.max(Duration::from_millis(1)))
                     .map_err(|e| format!("connect to {entry}: {}", skel::errno_text(e)))
             }) {
-                Ok(sock) => return Conn::start(sock, timeout),
+                Ok(sock) => return Conn::start(sock, timeout, deadline),
                 Err(e) => why.push(e),
             }
         }
@@ -118,17 +120,16 @@ impl Conn {
         Err(Error::NoBus(why.join("; ")))
     }
 
-    fn start(sock: UnixStream, timeout: Duration) -> Result<Conn, Error> {
+    fn start(sock: UnixStream, timeout: Duration, deadline: Instant) -> Result<Conn, Error> {
         let mut c = Conn {
             sock,
             rbuf: Vec::new(),
             serial: 0,
             timeout,
         };
-        let deadline = Instant::now() + timeout;
         c.auth(deadline)?;
         let hello = Message::call(BUS_NAME, BUS_PATH, BUS_INTERFACE, "Hello", vec![]);
-        c.call(hello)?;
+        c.call_by(hello, deadline)?;
         Ok(c)
     }
 
@@ -203,8 +204,11 @@ impl Conn {
     /// Send `m` and wait for its reply: the reply's body, or the error it
     /// carries. Anything else the bus sends meanwhile (signals such as
     /// `NameAcquired`) is skipped.
-    pub fn call(&mut self, mut m: Message) -> Result<Vec<Value>, Error> {
-        let deadline = Instant::now() + self.timeout;
+    pub fn call(&mut self, m: Message) -> Result<Vec<Value>, Error> {
+        self.call_by(m, Instant::now() + self.timeout)
+    }
+
+    fn call_by(&mut self, mut m: Message, deadline: Instant) -> Result<Vec<Value>, Error> {
         self.serial = self.serial.wrapping_add(1).max(1);
         m.serial = self.serial;
         let bytes = m.encode().map_err(|e| Error::Failed(e.to_string()))?;
@@ -387,6 +391,77 @@ mod tests {
         assert_eq!(e, Some(Error::Timeout));
         assert!(start.elapsed() < Duration::from_secs(2));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A bus that talks without end but never answers: signals without
+    /// pause after authentication, or an authentication line trickled a
+    /// byte at a time. The deadline still ends the wait.
+    #[test]
+    fn a_chattering_bus_times_out() {
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(b"OK 0123\r\n");
+            let signal = Message {
+                kind: message::SIGNAL,
+                serial: 1,
+                path: Some("/p".into()),
+                interface: Some("a.b".into()),
+                member: Some("Noise".into()),
+                ..Message::default()
+            };
+            let bytes = signal.encode().unwrap();
+            while s.write_all(&bytes).is_ok() {}
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_millis(200)).err();
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(dir);
+
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            for _ in 0..200 {
+                if s.write_all(b"O").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_millis(200)).err();
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Connecting is one wait, not one per step: a bus that authenticates
+    /// just before the deadline and then never answers `Hello` fails at
+    /// that deadline, not a whole timeout later.
+    #[test]
+    fn connecting_has_one_deadline() {
+        let (addr, dir) = fake_bus(|mut s| {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            std::thread::sleep(Duration::from_millis(900));
+            let _ = s.write_all(b"OK 0123\r\n");
+            std::thread::sleep(Duration::from_secs(3));
+        });
+        let start = Instant::now();
+        let e = Conn::open(&addr, Duration::from_secs(1)).err();
+        let elapsed = start.elapsed();
+        let _ = std::fs::remove_dir_all(dir);
+        assert_eq!(e, Some(Error::Timeout));
+        assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
     }
 
     #[test]

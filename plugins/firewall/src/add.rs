@@ -5,8 +5,9 @@
 //! Unlike the reference, everything is validated before anything
 //! changes (an unknown `ingressPolicy`, a missing bridge), ADDs are
 //! serialised by a lock in `dataDir` (the shared chains are created once),
-//! and a failed ADD removes what it created: its record, its rules, and
-//! any shared chain or rule it was the first to create, the firewalld
+//! and a failed ADD removes what it created: its record (an earlier
+//! ADD's record of the attachment is put back), its rules, and any
+//! shared chain or rule it was the first to create, the firewalld
 //! sources it bound.
 
 use std::net::IpAddr;
@@ -33,6 +34,9 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     if ips.is_empty() {
         return Ok(prev);
     }
+    if backend != Backend::Nftables {
+        iptables::check_bridge(iso.as_ref())?;
+    }
     let _lock = record::lock(&conf.data_dir)?;
     let mut undo = Undo::default();
     match install(&conf, args, &host, backend, &ips, iso.as_ref(), &mut undo) {
@@ -57,6 +61,7 @@ fn install(
         backend: backend.to_string(),
         addrs: ips.to_vec(),
     };
+    undo.previous = record::read(&conf.data_dir, &conf.name, &rec.container_id, &rec.ifname);
     record::write(&conf.data_dir, &rec)?;
     undo.recorded = true;
     hit("firewall/recorded")?;
@@ -65,7 +70,7 @@ fn install(
             iptables::add(&conf.admin_chain, ips, true, iso, &mut undo.iptables)?;
         }
         Backend::Nftables => {
-            let owner = nft::owner(&conf.name, &args.container_id);
+            let owner = nft::owner(&conf.name, &args.container_id, &args.ifname);
             undo.nft = Some(nft::add(host, ips, &owner, iso)?);
             hit("firewall/nftables")?;
         }
@@ -84,6 +89,9 @@ fn install(
 #[derive(Default)]
 struct Undo {
     recorded: bool,
+    /// The record of an earlier ADD of this attachment (a runtime
+    /// retrying): put back, since that ADD's rules stay.
+    previous: Option<Record>,
     iptables: Vec<(Family, Batch)>,
     nft: Option<nft::Undo>,
     /// The sources this ADD bound.
@@ -100,10 +108,14 @@ impl Undo {
             left.push(x.msg);
         }
         left.extend(firewalld::remove_sources(&conf.zone, &self.firewalld));
-        if self.recorded
-            && let Err(x) =
+        let restored = match (&self.previous, self.recorded) {
+            (_, false) => Ok(()),
+            (Some(p), true) => record::write(&conf.data_dir, p),
+            (None, true) => {
                 record::remove(&conf.data_dir, &conf.name, &args.container_id, &args.ifname)
-        {
+            }
+        };
+        if let Err(x) = restored {
             left.push(x.msg);
         }
         if !left.is_empty() {

@@ -20,10 +20,14 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
         return Ok(());
     }
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
-    match conf.backend(&System::new(&host).with_firewalld(&firewalld::running))? {
+    let backend = conf.backend(&System::new(&host).with_firewalld(&firewalld::running))?;
+    if backend != Backend::Nftables {
+        iptables::check_bridge(iso.as_ref())?;
+    }
+    match backend {
         Backend::Iptables => iptables::check(&conf.admin_chain, &ips, true, iso.as_ref()),
         Backend::Nftables => {
-            let owner = nft::owner(&conf.name, &args.container_id);
+            let owner = nft::owner(&conf.name, &args.container_id, &args.ifname);
             nft::check(&host, &ips, &owner, iso.as_ref())
         }
         Backend::Firewalld => {

@@ -180,6 +180,14 @@ impl Config {
         if first.name.is_empty() {
             return Err(Error::internal("got empty bridge name"));
         }
+        // Ours: a name no interface can have would reach the rules as
+        // something else (iptables-restore reads a line break as a blank).
+        if skel::validate_ifname(&first.name).is_err() {
+            return Err(Error::internal(format!(
+                "invalid bridge name {}: not a valid interface name",
+                skel::gojson::quote(&first.name)
+            )));
+        }
         Ok(Some(Isolation {
             bridge: first.name.clone(),
             policy,

@@ -27,6 +27,11 @@ use crate::{firewalld, iptables, nft};
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let (cid, ifname) = (args.container_id.as_str(), args.ifname.as_str());
+    // Under ADD's lock: two DELs of one attachment at once would delete
+    // the same nftables rules (the second fails), and a stale DEL could
+    // read the records just before an ADD reusing its address writes its
+    // own. Best effort: without it (dataDir not writable) DEL goes on.
+    let _lock = record::lock(&conf.data_dir).ok();
     let mut ips = conf.addrs();
     let rec = record::read(&conf.data_dir, &conf.name, cid, ifname);
     let recorded = rec.as_ref().map(|r| r.backend.clone());
@@ -41,7 +46,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let mut errors = Vec::new();
     remove(
         &conf,
-        cid,
+        (cid, ifname),
         &ips,
         &held,
         recorded.as_deref(),
@@ -55,14 +60,14 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     }
 }
 
-/// Remove one attachment's rules (`ips`, except those `held` by other
-/// attachments, for iptables and firewalld; nftables rules too when
-/// `nftables`); failures into `errors`. The backends looked at: the
+/// Remove the rules of one attachment, `(cid, ifname)`: `ips`, except
+/// those `held` by other attachments, for iptables and firewalld;
+/// nftables rules too when `nftables`. Failures into `errors`. The backends looked at: the
 /// configured one; else the one the record names (`recorded`: what ADD
 /// used); else every usable one, firewalld when it runs.
 pub fn remove(
     conf: &Config,
-    cid: &str,
+    (cid, ifname): (&str, &str),
     ips: &[IpAddr],
     held: &[IpAddr],
     recorded: Option<&str>,
@@ -84,7 +89,7 @@ pub fn remove(
         );
     }
     if nftables && scope.includes(Backend::Nftables) {
-        let owner = nft::owner(&conf.name, cid);
+        let owner = nft::owner(&conf.name, cid, ifname);
         let r = Netlink::host()
             .map_err(cni_firewall::Error::from)
             .and_then(|nl| nft::del(&nl, &owner));

@@ -7,7 +7,7 @@
 //!
 //! Ours: a failed ADD removes only the sources it added; DEL reports a
 //! refusal (the reference ignores every error) but not a firewalld that
-//! is gone (its runtime sources went with it); CHECK fails when an
+//! is gone (its runtime sources went with it) nor an unknown zone; CHECK fails when an
 //! address is not in the zone (the reference ignores the answer).
 
 use std::net::IpAddr;

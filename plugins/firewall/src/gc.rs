@@ -23,6 +23,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
         return Ok(());
     };
+    let _lock = record::lock(&conf.data_dir).ok();
     let is_valid = |cid: &str, ifname: &str| valid.iter().any(|(c, i)| c == cid && i == ifname);
     let (stale, live): (Vec<_>, Vec<_>) = record::all(&conf.data_dir)
         .into_iter()
@@ -34,7 +35,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         let b = Some(r.backend.as_str());
         del::remove(
             &conf,
-            &r.container_id,
+            (&r.container_id, &r.ifname),
             &r.addrs,
             &held,
             b,
@@ -46,7 +47,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     if scope.includes(Backend::Nftables) {
         let keep: Vec<String> = valid
             .iter()
-            .map(|(c, _)| nft::owner(&conf.name, c))
+            .map(|(c, i)| nft::owner(&conf.name, c, i))
             .collect();
         let r = Netlink::host()
             .map_err(cni_firewall::Error::from)

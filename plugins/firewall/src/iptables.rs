@@ -18,11 +18,14 @@
 //! Where the reference runs one `iptables` process per check and per rule
 //! (about 15 for a dual-stack ADD), ADD here reads each family's table
 //! once (`iptables-save`) and writes everything missing in one
-//! `iptables-restore` batch; the two families run in parallel. DEL first
-//! tries the deletions without reading (one restore per family), and
-//! reads only when that batch fails because a rule is already gone.
+//! `iptables-restore` batch (missing chains made with `-N`, which
+//! fails rather than empty a chain someone made meanwhile); the two
+//! families run in parallel. DEL first tries the deletions without
+//! reading (one restore per family), and reads only when that batch
+//! fails because a rule is already gone.
 //! A rule is "there" when a saved rule has the same arguments, which is
-//! what `iptables -C` decides for these rules.
+//! what `iptables -C` decides for these rules (addresses compared as
+//! addresses: `iptables-save` writes `::a00:2` as `::10.0.0.2`).
 
 use std::net::IpAddr;
 
@@ -89,8 +92,8 @@ impl Rule {
         let legacy = self.legacy();
         save.rules(TABLE, &self.chain).iter().any(|l| {
             let saved = split_words(l);
-            let saved = saved.get(2..);
-            saved == Some(&self.args[..]) || (legacy.is_some() && saved == legacy.as_deref())
+            let saved = saved.get(2..).unwrap_or_default();
+            same_args(saved, &self.args) || legacy.as_deref().is_some_and(|o| same_args(saved, o))
         })
     }
 
@@ -101,6 +104,22 @@ impl Rule {
         old[at] = LEGACY_POLICY_COMMENT.to_string();
         Some(old)
     }
+}
+
+/// Whether saved arguments are `want`: word for word, addresses
+/// (`<ip>/<len>`) as addresses, since `iptables-save` prints them with
+/// `inet_ntop`, which writes some IPv6 addresses otherwise than Rust
+/// (`::10.0.0.2` for `::a00:2`).
+fn same_args(saved: &[String], want: &[String]) -> bool {
+    let addr = |w: &str| {
+        let (ip, len) = w.split_once('/')?;
+        Some((ip.parse::<IpAddr>().ok()?, len.parse::<u8>().ok()?))
+    };
+    saved.len() == want.len()
+        && saved
+            .iter()
+            .zip(want)
+            .all(|(s, w)| s == w || addr(s).is_some_and(|a| Some(a) == addr(w)))
 }
 
 pub fn forward_jump() -> Rule {
@@ -244,7 +263,10 @@ impl Building {
             return;
         }
         self.declared.push(chain.to_string());
-        self.plan.batch.declare(TABLE, chain);
+        // `-N`, not `:<chain>`: should someone not under our lock (the
+        // Go plugin) make the chain after our save, the batch fails
+        // rather than empty it.
+        self.plan.batch.create_chain(TABLE, chain);
     }
 
     fn rule(&mut self, save: &Save, r: &Rule, pos: Pos) {
@@ -337,6 +359,19 @@ pub fn del_present(save: &Save, ips: &[IpAddr]) -> Batch {
         }
     }
     b
+}
+
+/// Refuse a bridge whose name holds `"`: `iptables-save` prints interface
+/// names as they are, so its rules would not read back as written (each
+/// ADD would add them again, CHECK never find them). Before any change.
+pub fn check_bridge(iso: Option<&Isolation>) -> Result<(), Error> {
+    match iso {
+        Some(i) if i.bridge.contains('"') => Err(Error::internal(format!(
+            "bridge name {} holds a quote, which iptables-save does not print back",
+            skel::gojson::quote(&i.bridge)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn fw_error(e: cni_firewall::Error) -> Error {

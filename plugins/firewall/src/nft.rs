@@ -7,8 +7,8 @@
 //!   chain forward {                            # type filter hook forward priority 0; policy accept
 //!     jump isolation_stage_1                   # comment "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)"
 //!     jump admin                               # comment "CNI firewall plugin admin overrides"
-//!     ip daddr <ip> ct state established,related accept   # comment "name: <net> id: <cid>"
-//!     ip saddr <ip> accept                                 # comment "name: <net> id: <cid>"
+//!     ip daddr <ip> ct state established,related accept   # comment "name: <net> if: <ifname> id: <cid>"
+//!     ip saddr <ip> accept                                 # comment "name: <net> if: <ifname> id: <cid>"
 //!   }
 //!   chain admin { }                            # the admin's own rules
 //!   chain isolation_stage_1 {
@@ -21,9 +21,9 @@
 //! }
 //! ```
 //!
-//! The per-container rules carry the network and container ID in their
-//! comment, so DEL finds them without `prevResult`, a record or the
-//! netns, and GC finds those of attachments no longer valid. The bridge
+//! The per-container rules carry the network, interface and container
+//! ID in their comment, so DEL finds them without `prevResult`, a record
+//! or the netns, and GC finds those of attachments no longer valid. The bridge
 //! rules (shared by every container of the bridge) stay, as in the
 //! reference. ADD reads the table once over netlink and adds what is
 //! missing in one transaction; DEL deletes by handle in one.
@@ -75,28 +75,38 @@ fn spec(chain: &'static str, rule: Rule, text: String) -> Spec {
     Spec { chain, rule, text }
 }
 
-/// The first part of the comments of a network's rules: `name: <net>
-/// id: `, or, when that leaves no room for a 64-byte container ID within
-/// the 128 bytes `nft` takes, `name-sha512: <16 hex> id: `. No quotes:
-/// `nft list` prints comments between quotes without escaping, and its
-/// output must stay valid `nft -f` input.
+/// The longest tail [`owner`] writes in plain text: `if: <15 bytes> id:
+/// <64 bytes>` (container IDs are 64 hex digits in practice).
+const PLAIN_TAIL: usize = "if: ".len() + 15 + " id: ".len() + 64;
+
+/// The first part of the comments of a network's rules: `name: <net> `,
+/// or, when that leaves no room for a plain tail within the 128 bytes
+/// `nft` takes, `name-sha512: <16 hex> ` (network names hold no blank,
+/// so no network's prefix starts another's). No quotes: `nft list`
+/// prints comments between quotes without escaping, and its output must
+/// stay valid `nft -f` input.
 pub fn network_prefix(net: &str) -> String {
-    let plain = format!("name: {net} id: ");
-    if plain.len() + 64 <= cni_net::nftables::COMMENT_MAX && !net.contains('"') {
+    let plain = format!("name: {net} ");
+    if plain.len() + PLAIN_TAIL <= cni_net::nftables::COMMENT_MAX && !net.contains('"') {
         plain
     } else {
-        format!("name-sha512: {} id: ", skel::sha512::hex_prefix(net, 16))
+        format!("name-sha512: {} ", skel::sha512::hex_prefix(net, 16))
     }
 }
 
-/// The comment of an attachment's rules (the container ID hashed too if
-/// it does not fit).
-pub fn owner(net: &str, cid: &str) -> String {
+/// The comment of an attachment's rules: `<prefix>if: <ifname> id:
+/// <cid>`, or `<prefix>sha512: <16 hex>` of both when that does not fit.
+/// The interface is part of it: a container may be attached to one
+/// network twice (multus), and DEL of one attachment must not take the
+/// other's rules.
+pub fn owner(net: &str, cid: &str, ifname: &str) -> String {
     let prefix = network_prefix(net);
-    if prefix.len() + cid.len() <= cni_net::nftables::COMMENT_MAX && !cid.contains('"') {
-        prefix + cid
+    let tail = format!("if: {ifname} id: {cid}");
+    if prefix.len() + tail.len() <= cni_net::nftables::COMMENT_MAX && !tail.contains('"') {
+        prefix + &tail
     } else {
-        format!("{prefix}sha512:{}", skel::sha512::hex_prefix(cid, 16))
+        let hash = skel::sha512::hex_prefix(&format!("{ifname}\n{cid}"), 16);
+        format!("{prefix}sha512: {hash}")
     }
 }
 
@@ -325,14 +335,15 @@ mod tests {
 
     #[test]
     fn owner_comments_fit() {
-        assert_eq!(owner("n", "c1"), "name: n id: c1");
-        assert!(owner("n", "c1").starts_with(&network_prefix("n")));
+        assert_eq!(owner("n", "c1", "eth0"), "name: n if: eth0 id: c1");
+        assert!(owner("n", "c1", "eth0").starts_with(&network_prefix("n")));
+        assert_ne!(owner("n", "c1", "net1"), owner("n", "c1", "net2"));
         let long = "x".repeat(100);
-        let o = owner(&long, &"a".repeat(64));
+        let o = owner(&long, &"a".repeat(64), "eth0");
         assert!(o.len() <= 128 && o.starts_with("name-sha512: "), "{o}");
         assert!(o.starts_with(&network_prefix(&long)));
-        let o = owner("n", &"a".repeat(200));
-        assert!(o.len() <= 128 && o.contains("id: sha512:"), "{o}");
+        let o = owner("n", &"a".repeat(200), "eth0");
+        assert!(o.len() <= 128 && o.starts_with("name: n sha512: "), "{o}");
     }
 
     #[test]

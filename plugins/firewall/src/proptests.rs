@@ -3,6 +3,8 @@
 //! second plan adds nothing and CHECK passes, whatever was there before
 //! (other containers, other bridges, other policies); the plan's inverse
 //! brings the table back exactly; DEL's batches remove the rules.
+//! nftables comments fit and tell attachments and networks apart; records
+//! round-trip.
 
 use std::net::IpAddr;
 
@@ -11,6 +13,8 @@ use proptest::prelude::*;
 
 use crate::config::{Config, Isolation, Policy};
 use crate::iptables::{Wanted, check_saved, del_batch, plan_add};
+use crate::nft::{network_prefix, owner};
+use crate::record::{self, Record};
 
 /// `table filter` as `iptables-restore --noflush` changes it: chains in
 /// order of creation, each with its rules' arguments.
@@ -49,6 +53,8 @@ impl Model {
                         Err(_) => next.chains.push((name, Vec::new())),
                     }
                 }
+                "-N" if next.chain(&w[1]).is_ok() => return Err(format!("{} exists", w[1])),
+                "-N" => next.chains.push((w[1].clone(), Vec::new())),
                 "-A" => next.chain(&w[1])?.push(args()),
                 "-I" => next.chain(&w[1])?.insert(0, w[3..].to_vec()),
                 "-D" => {
@@ -182,4 +188,78 @@ proptest! {
             prop_assert!(check_saved(&m.save(), &w).is_err());
         }
     }
+}
+
+/// Names as skel lets them through: network names and container IDs
+/// (`[A-Za-z0-9][A-Za-z0-9_.-]*`, long ones too), interface names (1 to
+/// 15 bytes, no `/`, `:` or blank; `"` allowed).
+fn cni_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9][a-zA-Z0-9_.-]{0,20}",
+        "[a-z0-9][a-z0-9_]{60,300}",
+    ]
+}
+
+fn ifname() -> impl Strategy<Value = String> {
+    "[!-.0-9;-~]{1,15}".prop_filter("not a name", |n| n != "." && n != "..")
+}
+
+fn attachments() -> impl Strategy<Value = Vec<(String, String, Vec<IpAddr>)>> {
+    prop::collection::vec(
+        (cni_name(), ifname(), prop::collection::vec(ip(), 0..3)),
+        1..5,
+    )
+}
+
+proptest! {
+    /// nftables comments fit `nft`'s 128 bytes, hold no quote, start with
+    /// their network's prefix and with no other network's, and tell any
+    /// two attachments apart.
+    #[test]
+    fn owners_fit_and_tell_attachments_apart(
+        nets in (cni_name(), cni_name()),
+        a in (cni_name(), ifname()),
+        b in (cni_name(), ifname()),
+    ) {
+        let o = owner(&nets.0, &a.0, &a.1);
+        prop_assert!(o.len() <= cni_net::nftables::COMMENT_MAX, "{}", o);
+        prop_assert!(!o.contains('"'), "{}", o);
+        prop_assert!(o.starts_with(&network_prefix(&nets.0)), "{}", o);
+        if a != b {
+            prop_assert_ne!(&o, &owner(&nets.0, &b.0, &b.1));
+        }
+        if nets.0 != nets.1 {
+            let other = owner(&nets.1, &b.0, &b.1);
+            prop_assert!(!other.starts_with(&network_prefix(&nets.0)), "{} {}", o, other);
+        }
+    }
+
+    /// Records round-trip whatever the names, one per attachment (the
+    /// last write wins), and no bytes make the parser panic.
+    #[test]
+    fn records_round_trip(all in attachments(), junk in prop::collection::vec(any::<u8>(), 0..64)) {
+        let _ = record::parse("n", &junk);
+        let d = testdir();
+        let mut want: Vec<Record> = Vec::new();
+        for (cid, ifname, addrs) in all {
+            let r = Record { network: "n".into(), container_id: cid, ifname, backend: "nftables".into(), addrs };
+            record::write(&d, &r).unwrap();
+            want.retain(|w| (&w.container_id, &w.ifname) != (&r.container_id, &r.ifname));
+            want.push(r);
+        }
+        for r in &want {
+            let got = record::read(&d, "n", &r.container_id, &r.ifname);
+            prop_assert_eq!(got.as_ref(), Some(r));
+        }
+        prop_assert_eq!(record::of_network(&d, "n").len(), want.len());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// A fresh directory for one case.
+fn testdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("cnirs-fwprop-{}-{n}", std::process::id()))
 }

@@ -1,7 +1,8 @@
 //! A record per attachment, written by ADD before it installs anything:
-//! `<dataDir>/<network>/<containerID>_<ifname>` (default dataDir
+//! `<dataDir>/<network>/<containerID>:<ifname>` (default dataDir
 //! `/run/cni/firewall`; the rules do not outlive a reboot, neither do the
-//! records), JSON with `containerID`, `ifname`, `backend` and `addrs`.
+//! records), JSON with `network`, `containerID`, `ifname`, `backend` and
+//! `addrs`. Names too long for a file or directory are hashed.
 //!
 //! The reference's iptables rules name only the container's address (so
 //! the Go plugin can delete ours and we its, rule for rule), which leaves
@@ -28,12 +29,29 @@ pub struct Record {
     pub addrs: Vec<IpAddr>,
 }
 
+/// `<dataDir>/<network>`; a name too long for a directory is hashed
+/// (records say their network, so [`all`] still knows it).
 fn dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(network)
+    data_dir.join(bounded(network))
 }
 
+/// `name`, or its hash when it is longer than a file name may be.
+fn bounded(name: &str) -> String {
+    match name.len() <= NAME_MAX_PLAIN {
+        true => name.to_string(),
+        false => format!("sha512-{}", skel::sha512::hex_prefix(name, 32)),
+    }
+}
+
+/// The longest plain file name: room left for the temporary file's
+/// `.` and `.tmp` within `NAME_MAX` (255).
+const NAME_MAX_PLAIN: usize = 200;
+
+/// `<containerID>:<ifname>`: neither holds a `:` (skel refuses it in
+/// both), so no two attachments share a file, as they would with `_`,
+/// which both may hold. A name too long for a file is hashed.
 fn file_name(cid: &str, ifname: &str) -> String {
-    format!("{cid}_{ifname}")
+    bounded(&format!("{cid}:{ifname}"))
 }
 
 fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
@@ -48,8 +66,8 @@ pub fn write(data_dir: &Path, r: &Record) -> Result<(), Error> {
     let path = d.join(&name);
     let tmp = d.join(format!(".{name}.tmp"));
     let addrs: Vec<String> = r.addrs.iter().map(|a| a.to_string()).collect();
-    let doc = json!({"containerID": r.container_id, "ifname": r.ifname,
-        "backend": r.backend, "addrs": addrs});
+    let doc = json!({"network": r.network, "containerID": r.container_id,
+        "ifname": r.ifname, "backend": r.backend, "addrs": addrs});
     fs::write(&tmp, doc.to_string()).map_err(|e| io_error("write", &tmp, &e))?;
     fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))
 }
@@ -59,20 +77,21 @@ pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result
     let path = dir(data_dir, network).join(file_name(cid, ifname));
     match fs::remove_file(&path) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        // No record there (with `dataDir` a file, none anywhere).
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
         Err(e) => Err(io_error("remove", &path, &e)),
     }
 }
 
-/// The attachment's record, if there is one.
+/// The attachment's record, if there is one (and names it: a hashed file
+/// name is checked against what the record holds).
 pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
-    parse(
-        network,
-        &fs::read(dir(data_dir, network).join(file_name(cid, ifname))).ok()?,
-    )
+    let path = dir(data_dir, network).join(file_name(cid, ifname));
+    parse(network, &fs::read(path).ok()?)
+        .filter(|r| r.network == network && r.container_id == cid && r.ifname == ifname)
 }
 
-fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
+pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
     let v: Value = serde_json::from_slice(bytes).ok()?;
     let addrs = v["addrs"]
         .as_array()?
@@ -80,7 +99,7 @@ fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
         .filter_map(|a| a.as_str()?.parse().ok())
         .collect();
     Some(Record {
-        network: network.to_string(),
+        network: v["network"].as_str().unwrap_or(network).to_string(),
         container_id: v["containerID"].as_str()?.to_string(),
         ifname: v["ifname"].as_str()?.to_string(),
         backend: v["backend"].as_str().unwrap_or_default().to_string(),
@@ -90,7 +109,16 @@ fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
 
 /// The records of `network`.
 pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
-    let Ok(entries) = fs::read_dir(dir(data_dir, network)) else {
+    in_dir(&dir(data_dir, network), network)
+        .into_iter()
+        .filter(|r| r.network == network)
+        .collect()
+}
+
+/// The records in `d`, a network's directory (`network` for records
+/// that do not say theirs).
+fn in_dir(d: &Path, network: &str) -> Vec<Record> {
+    let Ok(entries) = fs::read_dir(d) else {
         return Vec::new();
     };
     entries
@@ -107,8 +135,8 @@ pub fn all(data_dir: &Path) -> Vec<Record> {
     };
     nets.flatten()
         .filter(|n| n.path().is_dir())
-        .filter_map(|n| n.file_name().into_string().ok())
-        .flat_map(|n| of_network(data_dir, &n))
+        .filter_map(|n| Some((n.path(), n.file_name().into_string().ok()?)))
+        .flat_map(|(path, name)| in_dir(&path, &name))
         .collect()
 }
 
@@ -123,9 +151,10 @@ pub fn held_elsewhere(data_dir: &Path, network: &str, cid: &str, ifname: &str) -
 }
 
 /// An exclusive lock on `<dataDir>/.lock`, held while ADD reads and
-/// writes the shared chains: two ADDs at once would each find a shared
-/// chain or rule missing and both create it (an iptables chain declared
-/// twice is flushed by the second).
+/// writes the shared chains (two ADDs at once would each find a shared
+/// chain or rule missing and both create it; an iptables chain declared
+/// twice is flushed by the second), and by DEL and GC (two DELs of one
+/// attachment would delete the same nftables rules).
 pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
     fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
     let path = data_dir.join(".lock");
@@ -172,5 +201,53 @@ mod tests {
         remove(&d, "n1", "c1", "eth0").unwrap();
         assert_eq!(read(&d, "n1", "c1", "eth0"), None);
         let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Attachments whose names join alike (`x` + `eth_0`, `x_eth` + `0`)
+    /// keep a record each; a container ID too long for a file name still
+    /// has one; with `dataDir` a file, there is no record to remove.
+    #[test]
+    fn every_attachment_its_own_record() {
+        let d = std::env::temp_dir().join(format!("cnirs-fwrec2-{}", std::process::id()));
+        let rec = |cid: &str, ifname: &str, ip: &str| Record {
+            network: "n1".into(),
+            container_id: cid.into(),
+            ifname: ifname.into(),
+            backend: "iptables".into(),
+            addrs: vec![ip.parse().unwrap()],
+        };
+        let long = "c".repeat(300);
+        let all = [
+            rec("x", "eth_0", "10.240.0.2"),
+            rec("x_eth", "0", "10.240.0.3"),
+            rec(&long, "eth0", "10.240.0.4"),
+        ];
+        for r in &all {
+            write(&d, r).unwrap();
+        }
+        for r in &all {
+            assert_eq!(read(&d, "n1", &r.container_id, &r.ifname).as_ref(), Some(r));
+        }
+        assert_eq!(of_network(&d, "n1").len(), 3);
+        remove(&d, "n1", "x", "eth_0").unwrap();
+        assert_eq!(read(&d, "n1", "x_eth", "0").as_ref(), Some(&all[1]));
+        remove(&d, "n1", &long, "eth0").unwrap();
+        assert_eq!(of_network(&d, "n1"), vec![all[1].clone()]);
+        // A network name too long for a directory.
+        let net = "n".repeat(300);
+        let r = Record {
+            network: net.clone(),
+            ..all[1].clone()
+        };
+        write(&d, &r).unwrap();
+        assert_eq!(read(&d, &net, "x_eth", "0").as_ref(), Some(&r));
+        assert_eq!(of_network(&d, &net), vec![r.clone()]);
+        assert!(super::all(&d).contains(&r));
+        assert_eq!(held_elsewhere(&d, "n1", "x_eth", "0"), r.addrs);
+        let _ = fs::remove_dir_all(&d);
+        fs::write(&d, "").unwrap();
+        assert_eq!(read(&d, "n1", "x", "eth0"), None);
+        remove(&d, "n1", "x", "eth0").unwrap();
+        let _ = fs::remove_file(&d);
     }
 }

@@ -121,6 +121,40 @@ fn firewalld_backend_on_a_private_bus() {
     assert_eq!(lab.records(), 0);
     assert_eq!(f.remove_source("internal", V4), Ok(true));
 
+    // A zone firewalld does not know: ADD fails, and the DEL the runtime
+    // sends after it succeeds, even with the address bound to another
+    // zone (where firewalld, whatever its version, answers INVALID_ZONE):
+    // nothing can be bound to a zone that is not there, and a failing
+    // DEL has the runtime retry forever.
+    let unknown = with_prev(
+        &lab.conf(
+            &lab.a.name,
+            json!({"backend": "firewalld", "firewalldZone": "cnirs-nozone"}),
+        ),
+        &p,
+    );
+    let e = b.ours("ADD", &unknown, "c5").err(999);
+    let msg = e["msg"].as_str().unwrap();
+    assert!(msg.contains("INVALID_ZONE"), "{e}");
+    assert_eq!(f.add_source("trusted", V4), Ok(true));
+    b.ours("DEL", &unknown, "c5").ok();
+    assert_eq!(zone_of(&mut f, V4).as_deref(), Some("trusted"));
+    // Nor a zone no D-Bus string can carry (a NUL byte): ADD fails, DEL
+    // succeeds.
+    let nul = with_prev(
+        &lab.conf(
+            &lab.a.name,
+            json!({"backend": "firewalld", "firewalldZone": "a\u{0}b"}),
+        ),
+        &p,
+    );
+    let e = b.ours("ADD", &nul, "c5").err(999);
+    assert!(e["msg"].as_str().unwrap().contains("NUL"), "{e}");
+    b.ours("DEL", &nul, "c5").ok();
+    assert_eq!(zone_of(&mut f, V4).as_deref(), Some("trusted"));
+    assert_eq!(f.remove_source("trusted", V4), Ok(true));
+    assert_eq!(lab.records(), 0);
+
     // Auto: firewalld runs, so it is chosen; DEL with the backend unset
     // finds it through the record.
     let auto = lab.conf(&lab.a.name, json!({}));

@@ -104,3 +104,30 @@ fn failed_add_at_each_step_leaves_nothing_iptables() {
 fn failed_add_at_each_step_leaves_nothing_nftables() {
     fail_each_step("nftables");
 }
+
+/// A repeated ADD of a live attachment (a runtime retrying) that fails
+/// puts the first ADD's record back: the rules that ADD made are still
+/// there, and a DEL without `prevResult` must find them.
+#[test]
+fn a_failed_repeat_add_keeps_the_first_adds_record() {
+    let lab = Lab::new("fwr");
+    for backend in ["iptables", "nftables"] {
+        let conf = lab.conf(&lab.a.name, json!({"backend": backend}));
+        let mine = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.87.2/24"]));
+        lab.firewall("ADD", &mine, "c1", "/x").ok();
+        let step = match backend {
+            "iptables" => "firewall/iptables-v4",
+            _ => "firewall/nftables",
+        };
+        let r = lab
+            .host
+            .request("ADD", &mine, "c1", "/x", "eth0")
+            .fail_at(step)
+            .run_in(lab.host.ns.name(), bin());
+        assert_eq!(r.err(999)["msg"], format!("injected failure at {step}"));
+        assert_eq!(lab.records(), 1, "{backend}");
+        lab.firewall("DEL", &conf, "c1", "").ok();
+        assert!(lab.rules_of("10.240.87.2", "c1").is_empty(), "{backend}");
+        assert_eq!(lab.records(), 0);
+    }
+}

@@ -30,12 +30,12 @@ fn a_fresh_table_gets_everything_in_one_batch() {
     assert_eq!(
         plan.batch.text(),
         format!(
-            "*filter\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n\
+            "*filter\n-N CNI-FORWARD\n-N CNI-ADMIN\n\
 -I FORWARD 1 {} -j CNI-FORWARD\n\
 -I CNI-FORWARD 1 {} -j CNI-ADMIN\n\
 -A CNI-FORWARD -d 10.44.0.3/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
 -A CNI-FORWARD -s 10.44.0.3/32 -j ACCEPT\n\
-:CNI-ISOLATION-STAGE-1 - [0:0]\n:CNI-ISOLATION-STAGE-2 - [0:0]\n\
+-N CNI-ISOLATION-STAGE-1\n-N CNI-ISOLATION-STAGE-2\n\
 -I FORWARD 1 {d} -j CNI-ISOLATION-STAGE-1\n\
 -I CNI-ISOLATION-STAGE-1 1 -i cni0 ! -o cni0 {p} -j CNI-ISOLATION-STAGE-2\n\
 -A CNI-ISOLATION-STAGE-1 {d} -j RETURN\n\
@@ -135,4 +135,34 @@ fn isolation_rules_of_v1_1_to_v1_6_count_as_there() {
     let w = wanted(&["10.44.0.3"], Some(&same));
     assert!(plan_add(&save, &w).batch.is_empty());
     assert_eq!(check_saved(&save, &w), Ok(()));
+}
+
+/// `iptables-save` prints addresses with `inet_ntop`, which writes an
+/// IPv4-compatible IPv6 address as `::10.0.0.2` where Rust writes
+/// `::a00:2`: the rules are still found (else each ADD added them again
+/// and CHECK never passed).
+#[test]
+fn addresses_are_compared_as_addresses() {
+    let save = Save::new(
+        "*filter\n:FORWARD ACCEPT [0:0]\n:CNI-FORWARD - [0:0]\n\
+-A CNI-FORWARD -d ::10.0.0.2/128 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
+-A CNI-FORWARD -s ::10.0.0.2/128 -j ACCEPT\nCOMMIT\n"
+            .to_string(),
+    );
+    for r in addr_rules("::a00:2".parse().unwrap()) {
+        assert!(r.is_in(&save), "{r:?}");
+    }
+    assert_eq!(
+        del_present(&save, &["::a00:2".parse().unwrap()])
+            .text()
+            .lines()
+            .count(),
+        4
+    );
+    // Another address, or a word that only looks alike, is not the same.
+    for r in addr_rules("::a00:3".parse().unwrap()) {
+        assert!(!r.is_in(&save), "{r:?}");
+    }
+    let other = Save::new("*filter\n-A CNI-FORWARD -s ::10.0.0.2 -j ACCEPT\nCOMMIT\n".into());
+    assert!(!addr_rules("::a00:2".parse().unwrap())[1].is_in(&other));
 }
