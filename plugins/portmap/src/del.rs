@@ -33,11 +33,13 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     if conf.mappings.is_empty() && !recorded {
         return Ok(());
     }
+    // Best effort: with `dataDir` unusable there is no record to guard.
+    let _lock = record::lock(&conf.data_dir).ok();
     let scope = Scope::of(configured.filter(|_| conf.backend.is_some()));
     let mut targets = Vec::new();
     let mut errors = Vec::new();
     if scope.includes(Backend::Nftables) {
-        match remove_nft(&host, &conf, cid, &mut targets) {
+        match remove_nft(&host, &conf, (cid, ifname), &mut targets) {
             Err(e) if !(scope == Scope::Every && e.is_unavailable()) => errors.push(e.to_string()),
             _ => {}
         }
@@ -61,14 +63,15 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 }
 
 /// The nftables rules commented `cid`, in both families, except those
-/// that are another network's (they match that network's record).
+/// of the container's other attachments (they match another network's
+/// record, or this network's on another interface).
 fn remove_nft(
     host: &Netlink,
     conf: &Config,
-    cid: &str,
+    (cid, ifname): (&str, &str),
     targets: &mut Vec<Target>,
 ) -> Result<(), cni_firewall::Error> {
-    let others = record::of_container_elsewhere(&conf.data_dir, &conf.name, cid);
+    let others = record::of_container_others(&conf.data_dir, &conf.name, cid, ifname);
     for v6 in [false, true] {
         let mut found = nft::find(host, v6, cid)?;
         for r in &others {
