@@ -6,8 +6,9 @@
 //!
 //! Without mappings nothing is opened or run: `prevResult` goes straight
 //! back. Unlike the reference, a failed ADD undoes what it did, whatever
-//! step failed: the rules of each family written so far, the record,
-//! `route_localnet` when it was off.
+//! step failed: the rules of each family written so far, the record (an
+//! earlier ADD's record of the attachment is put back), `route_localnet`
+//! when it was off. ADD holds the dataDir lock throughout.
 
 use cni_firewall::{Backend, System};
 use cni_net::{IpNetwork, Netlink};
@@ -48,6 +49,7 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
         families: Vec::new(),
         localnet: None,
         recorded: false,
+        previous: None,
     };
     match install(&mut undo, &addrs) {
         Ok(()) => Ok(prev),
@@ -60,14 +62,12 @@ fn net_error(e: cni_net::Error) -> Error {
 }
 
 fn install(u: &mut Undo<'_>, addrs: &[IpNetwork]) -> Result<(), Error> {
-    let (conf, cid) = (u.conf, u.args.container_id.as_str());
-    record::write(conf, cid, &u.args.ifname, u.backend, addrs)?;
+    let (conf, cid, ifname) = (u.conf, u.args.container_id.as_str(), &u.args.ifname);
+    let _lock = record::lock(&conf.data_dir)?;
+    u.previous = record::snapshot(&conf.data_dir, &conf.name, cid, ifname);
+    record::write(conf, cid, ifname, u.backend, addrs)?;
     u.recorded = true;
     hit("portmap/recorded")?;
-    let _shared = match u.backend {
-        Backend::Iptables => Some(record::lock(&conf.data_dir)?),
-        _ => None,
-    };
     let mut ordered: Vec<&IpNetwork> = addrs.iter().filter(|a| a.is_ipv4()).collect();
     ordered.extend(addrs.iter().filter(|a| a.is_ipv6()));
     for addr in ordered {
@@ -108,6 +108,9 @@ struct Undo<'a> {
     /// The sysctl key set to 1 that was 0 before.
     localnet: Option<String>,
     recorded: bool,
+    /// The record of an earlier ADD of the attachment, put back when this
+    /// one fails (DEL without mappings and GC go by it).
+    previous: Option<Vec<u8>>,
 }
 
 impl Undo<'_> {
@@ -155,10 +158,13 @@ impl Undo<'_> {
                 left.push(x.to_string());
             }
         }
-        if self.recorded
-            && let Err(x) =
-                record::remove(&self.conf.data_dir, &self.conf.name, cid, &self.args.ifname)
-        {
+        let (dir, net, ifname) = (&self.conf.data_dir, &self.conf.name, &self.args.ifname);
+        let restored = match (&self.previous, self.recorded) {
+            (_, false) => Ok(()),
+            (Some(bytes), true) => record::put_back(dir, net, cid, ifname, bytes),
+            (None, true) => record::remove(dir, net, cid, ifname),
+        };
+        if let Err(x) = restored {
             left.push(x.msg);
         }
         if !left.is_empty() {

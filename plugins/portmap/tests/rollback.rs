@@ -4,6 +4,8 @@
 //! injected error, no rule of the container, no record, `route_localnet`
 //! back to 0; then a normal ADD and DEL succeed and leave nothing.
 //!
+//! A failed repeated ADD puts the earlier ADD's record back.
+//!
 //! Failpoints exist in debug builds only.
 #![cfg(debug_assertions)]
 
@@ -77,4 +79,44 @@ fn failed_add_at_each_step_leaves_nothing_iptables() {
 #[test]
 fn failed_add_at_each_step_leaves_nothing_nftables() {
     fail_each_step("nftables");
+}
+
+/// A repeated ADD that fails keeps the earlier ADD's record (it removed
+/// it: DEL without mappings and GC then had nothing to go by), whatever
+/// step fails; DEL without mappings then removes every rule.
+fn failed_repeat_keeps_the_record(backend: &str) {
+    let lab = Lab::new(&format!("pr{}", &backend[..1]));
+    let (a, ra) = lab.container("ca");
+    let conf = with_prev(
+        &lab.conf(None, both(8080, None), json!({"backend": backend})),
+        &ra,
+    );
+    let bare = lab.conf(None, json!([]), json!({"backend": backend}));
+    for step in STEPS {
+        lab.portmap("ADD", &conf, "ca", a.path()).ok();
+        let r = lab
+            .host
+            .request("ADD", &conf, "ca", a.path(), "eth0")
+            .fail_at(step)
+            .run_in(lab.host.ns.name(), bin());
+        assert_eq!(r.err(999)["msg"], format!("injected failure at {step}"));
+        assert_eq!(lab.records(), 1, "{step}");
+        lab.portmap("DEL", &bare, "ca", "").ok();
+        assert!(
+            lab.rules_of(None, "ca").is_empty(),
+            "{step}: {:#?}",
+            lab.rules_of(None, "ca")
+        );
+        assert_eq!(lab.records(), 0, "{step}");
+    }
+}
+
+#[test]
+fn failed_repeat_add_keeps_the_record_iptables() {
+    failed_repeat_keeps_the_record("iptables");
+}
+
+#[test]
+fn failed_repeat_add_keeps_the_record_nftables() {
+    failed_repeat_keeps_the_record("nftables");
 }
