@@ -17,7 +17,9 @@
 //! ADD reads the table once (`iptables-save`) and writes one
 //! `iptables-restore` batch per family: shared chains and rules only when
 //! missing (matched by their saved text, so the Go plugin's are
-//! recognised), the attachment's chain declared afresh and its old entry
+//! recognised; missing chains created with `-N`, so one made meanwhile
+//! fails the batch instead of being flushed), the attachment's chain
+//! declared afresh (`:<chain>`, flushed if there) and its old entry
 //! rules deleted (the reference appends after stale rules on a repeated
 //! ADD). Rules are written with the reference's arguments in its order,
 //! so `iptables-save` shows exactly what it shows for the Go plugin's.
@@ -220,9 +222,12 @@ pub fn setup_batch(save: &Save, conf: &Config, addr: &IpNetwork, cid: &str) -> B
     if conf.snat && conf.external_set_mark_chain.is_none() {
         shared.extend([SETMARK, MASQ]);
     }
+    // `-N`, not `:<chain>`: a shared chain someone made since `save` was
+    // read (the Go plugin, or we with another dataDir: not under our
+    // lock) makes the batch fail, where `:<chain>` would empty it.
     for chain in shared {
         if !save.chain_declared(TABLE, chain) {
-            b.declare(TABLE, chain);
+            b.create_chain(TABLE, chain);
         }
     }
     for (chain, args, first) in shared_rules(conf) {

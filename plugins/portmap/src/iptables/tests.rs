@@ -113,9 +113,9 @@ fn setup_writes_shared_objects_only_when_missing() {
     let empty = Save::new("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n".into());
     let text = setup_batch(&empty, &c, &addr("10.44.0.3/24"), "c1").text();
     for line in [
-        ":CNI-HOSTPORT-DNAT - [0:0]",
-        ":CNI-HOSTPORT-SETMARK - [0:0]",
-        ":CNI-HOSTPORT-MASQ - [0:0]",
+        "-N CNI-HOSTPORT-DNAT",
+        "-N CNI-HOSTPORT-SETMARK",
+        "-N CNI-HOSTPORT-MASQ",
         "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000",
         "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE",
         "-I POSTROUTING 1 -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ",
