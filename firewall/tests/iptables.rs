@@ -80,6 +80,28 @@ fn ipmasq_rules_are_the_references_and_go_without_addresses() {
     }
 }
 
+/// CHECK finds the jump of an address `iptables-save` prints otherwise
+/// than Rust (`::a00:2` as `::10.0.0.2`): it never passed for such a
+/// container; and still notices a missing one.
+#[test]
+fn ipmasq_check_compares_addresses_not_spellings() {
+    let ns = TestNetns::new("fwi6");
+    let ipt = Scope::Only(Backend::Iptables);
+    let addrs = nets(&["::a00:2/120", "::ffff:a00:2/120"]);
+    inside(&ns, |nl| {
+        ipmasq::setup(nl, Backend::Iptables, &addrs, &OWNER)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let v6 = iptables::save(Family::V6, "nat").unwrap();
+        assert!(v6.text().contains("-s ::10.0.0.2/128"), "{}", v6.text());
+        ipmasq::check(nl, ipt, &addrs, &OWNER).unwrap();
+        let other = nets(&["::a00:3/120"]);
+        assert!(ipmasq::check(nl, ipt, &other, &OWNER).is_err());
+        ipmasq::teardown(nl, ipt, &addrs, &OWNER).unwrap();
+    });
+}
+
 #[test]
 fn gc_removes_chains_of_invalid_attachments_of_the_network() {
     let ns = TestNetns::new("fwj");

@@ -154,11 +154,13 @@ pub fn missing(addrs: &[IpNetwork], o: &Owner<'_>) -> Result<Vec<IpNetwork>> {
         let declared = save.chain_declared(TABLE, &chain);
         let jumps = save.rules_referencing(TABLE, &chain);
         for a in list {
-            let src = format!("{}/{}", a.ip(), family.host_prefix());
+            // As an address: `iptables-save` prints `::a00:2` as `::10.0.0.2`.
+            let src = [format!("{}/{}", a.ip(), family.host_prefix())];
             let jumped = jumps.iter().any(|j| {
                 let w = split_words(j);
                 w.get(1).map(String::as_str) == Some("POSTROUTING")
-                    && w.windows(2).any(|p| p[0] == "-s" && p[1] == src)
+                    && w.windows(2)
+                        .any(|p| p[0] == "-s" && iptables::same_words(&p[1..], &src))
             });
             if !declared || !jumped {
                 out.push(a);

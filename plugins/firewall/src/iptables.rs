@@ -93,7 +93,8 @@ impl Rule {
         save.rules(TABLE, &self.chain).iter().any(|l| {
             let saved = split_words(l);
             let saved = saved.get(2..).unwrap_or_default();
-            same_args(saved, &self.args) || legacy.as_deref().is_some_and(|o| same_args(saved, o))
+            ipt::same_words(saved, &self.args)
+                || legacy.as_deref().is_some_and(|o| ipt::same_words(saved, o))
         })
     }
 
@@ -104,22 +105,6 @@ impl Rule {
         old[at] = LEGACY_POLICY_COMMENT.to_string();
         Some(old)
     }
-}
-
-/// Whether saved arguments are `want`: word for word, addresses
-/// (`<ip>/<len>`) as addresses, since `iptables-save` prints them with
-/// `inet_ntop`, which writes some IPv6 addresses otherwise than Rust
-/// (`::10.0.0.2` for `::a00:2`).
-fn same_args(saved: &[String], want: &[String]) -> bool {
-    let addr = |w: &str| {
-        let (ip, len) = w.split_once('/')?;
-        Some((ip.parse::<IpAddr>().ok()?, len.parse::<u8>().ok()?))
-    };
-    saved.len() == want.len()
-        && saved
-            .iter()
-            .zip(want)
-            .all(|(s, w)| s == w || addr(s).is_some_and(|a| Some(a) == addr(w)))
 }
 
 pub fn forward_jump() -> Rule {

@@ -337,8 +337,10 @@ pub fn teardown(
     Ok(targets)
 }
 
-/// CHECK of `addr`'s family: the chain, each of its rules, and the entry
-/// rules (by protocol, ports and target; conditions are not compared).
+/// CHECK of `addr`'s family: the chain, each of its rules (addresses
+/// compared as addresses: `iptables-save` prints `::a00:2` as
+/// `::10.0.0.2`), and the entry rules (by protocol, ports and target;
+/// conditions are not compared).
 pub fn check(conf: &Config, addr: &IpNetwork, cid: &str) -> Result<(), Error> {
     let v6 = addr.is_ipv6();
     let ctx = if v6 {
@@ -356,7 +358,10 @@ pub fn check(conf: &Config, addr: &IpNetwork, cid: &str) -> Result<(), Error> {
     let have = save.rules(TABLE, &dn);
     for (_, saved) in dn_rules(conf, addr) {
         let line = format!("-A {dn} {saved}");
-        if !have.iter().any(|h| split_words(h) == split_words(&line)) {
+        if !have
+            .iter()
+            .any(|h| ipt::same_words(&split_words(h), &split_words(&line)))
+        {
             return Err(Error::internal(format!(
                 "{ctx}: rule {saved} in chain {dn} not found in table {TABLE}"
             )));

@@ -71,3 +71,77 @@ fn a_shared_chain_made_meanwhile_is_not_flushed() {
         );
     });
 }
+
+fn v6() -> impl Strategy<Value = IpAddr> {
+    let seg = prop_oneof![Just(0u16), 1u16..16, any::<u16>()];
+    prop_oneof![
+        prop::array::uniform8(seg).prop_map(IpAddr::from),
+        // IPv4-compatible and IPv4-mapped: `::10.0.0.2`, `::ffff:10.0.0.2`.
+        (1u32..).prop_map(|v| IpAddr::from(u128::from(v).to_be_bytes())),
+        any::<u32>().prop_map(|v| IpAddr::from(((0xffffu128 << 32) | u128::from(v)).to_be_bytes())),
+    ]
+}
+
+fn v4() -> impl Strategy<Value = IpAddr> {
+    any::<[u8; 4]>().prop_map(IpAddr::from)
+}
+
+/// Lines of `table` that name `what`.
+fn naming(save: &Save, what: &str) -> Vec<String> {
+    save.text()
+        .lines()
+        .filter(|l| l.contains(what))
+        .map(str::to_string)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn our_rules_read_back_from_iptables_save(
+        is_v6 in any::<bool>(),
+        a4 in v4(), a6 in v6(), h4 in v4(), h6 in v6(),
+        len in 8u8..=32,
+        host_ip in any::<bool>(),
+        snat in any::<bool>(),
+        masq_all in any::<bool>(),
+    ) {
+        let (ip, host, len, fam) = match is_v6 {
+            true => (a6, h6, len + 96, Family::V6),
+            false => (a4, h4, len, Family::V4),
+        };
+        let addr = IpNetwork::new(ip, len).unwrap();
+        let mut maps = vec![
+            json!({"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}),
+            json!({"hostPort": 5353, "containerPort": 53, "protocol": "udp"}),
+        ];
+        if host_ip {
+            maps[1]["hostIP"] = json!(host.to_string());
+        }
+        let mut c = conf(json!(maps));
+        c.snat = snat;
+        c.masq_all = masq_all;
+        let ns = TestNetns::new("pmsave");
+        let dn = dn_chain(&c.name, "c1");
+        ns.enter(|| -> Result<(), TestCaseError> {
+            iptables::setup(&c, &addr, "c1").unwrap();
+            let added = saved(fam);
+            prop_assert_eq!(iptables::check(&c, &addr, "c1"), Ok(()), "{}", added.text());
+            // A repeated ADD leaves the same rules, once.
+            iptables::setup(&c, &addr, "c1").unwrap();
+            let again = saved(fam);
+            prop_assert_eq!(naming(&again, &dn), naming(&added, &dn));
+            prop_assert_eq!(iptables::check(&c, &addr, "c1"), Ok(()), "{}", again.text());
+            let udp = iptables::teardown(&again, is_v6, &c.name, &["c1"]).unwrap();
+            // A v4-mapped hostIP is IPv4 (as Go's To4 says): no IPv6 rule.
+            let want = usize::from(c.mappings[1].applies(is_v6));
+            prop_assert_eq!(udp.len(), want);
+            prop_assert!(udp.iter().all(|t| t.addr == ip));
+            let deleted = saved(fam);
+            prop_assert!(naming(&deleted, &dn).is_empty(), "{}", deleted.text());
+            prop_assert!(iptables::check(&c, &addr, "c1").is_err());
+            Ok(())
+        })?;
+    }
+}
