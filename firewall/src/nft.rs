@@ -58,11 +58,32 @@ pub fn delete_into(tx: &mut Transaction, t: Table<'_>, rules: &[RuleInfo]) {
 }
 
 /// Delete `rules` (listed from `t`) in one transaction; none: nothing is
-/// sent.
+/// sent. A rule gone since it was listed (another DEL of the attachment,
+/// ours with another dataDir or the Go plugin's, got there first) fails
+/// the whole transaction with ENOENT: the table is listed again and the
+/// rules still there are deleted, for as long as that list shrinks.
 pub fn delete(nl: &Netlink, t: Table<'_>, rules: &[RuleInfo]) -> Result<()> {
-    let mut tx = Transaction::new();
-    delete_into(&mut tx, t, rules);
-    Ok(nl.nft_apply(tx)?)
+    let mut left = rules.to_vec();
+    loop {
+        let mut tx = Transaction::new();
+        delete_into(&mut tx, t, &left);
+        let e = match nl.nft_apply(tx) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is(cni_net::Errno::ENOENT) => e,
+            Err(e) => return Err(e.into()),
+        };
+        let now = nl
+            .nft_list_rules(t, None)
+            .map_err(|e| listing_error(nl, e))?;
+        let before = left.len();
+        left.retain(|r| {
+            now.iter()
+                .any(|n| n.chain == r.chain && n.handle == r.handle)
+        });
+        if left.len() == before {
+            return Err(e.into());
+        }
+    }
 }
 
 /// The interface name a rule matches with `iifname "<name>"`, if any.

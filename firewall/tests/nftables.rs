@@ -326,3 +326,32 @@ fn probes_create_nothing() {
         Ok(Backend::Iptables)
     );
 }
+
+/// Rules deleted by someone else between our listing and our delete (two
+/// DELs of one attachment at once: ours with another dataDir, or the Go
+/// plugin's) do not fail the delete: the second DEL failed with "no such
+/// file or directory", forever racing; now the rules still there go and
+/// the delete succeeds, also when none is left.
+#[test]
+fn rules_gone_since_listed_are_not_an_error() {
+    let ns = Ns::new("fwgone");
+    let o = owner("c1");
+    add(
+        &ns,
+        &nets(&["10.240.0.2/24", "fd40::2/64", "10.240.1.2/24"]),
+        &o,
+    );
+    add(&ns, &nets(&["10.240.0.3/24"]), &owner("c2"));
+    let t = ipmasq::nft::TABLE;
+    let prefix = ipmasq::instance_hash(&o);
+    let listed = cni_firewall::nft::find_by_comment_prefix(&ns.nl, t, None, &prefix).unwrap();
+    assert_eq!(listed.len(), 3);
+    cni_firewall::nft::delete(&ns.nl, t, &listed[1..2]).unwrap();
+    cni_firewall::nft::delete(&ns.nl, t, &listed).unwrap();
+    let left = cni_firewall::nft::find_by_comment_prefix(&ns.nl, t, None, &prefix).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    cni_firewall::nft::delete(&ns.nl, t, &listed).unwrap();
+    // The other attachment's rule stays.
+    let all = ns.listing(MASQ);
+    assert!(all.contains("10.240.0.3"), "{all}");
+}
