@@ -1,7 +1,9 @@
 //! The protocol around the rules, with each backend: prevResult passed
 //! through in the config's version, the reference's messages, DEL without
 //! the namespace, prevResult or mappings, DEL twice, GC that spares other
-//! networks' rules, STATUS, and calls without mappings that touch nothing.
+//! networks' rules, STATUS, calls without mappings that touch nothing,
+//! DEL of one of two attachments of a container to one network (nftables),
+//! and DELs of one attachment at once.
 
 mod common;
 
@@ -255,4 +257,79 @@ fn no_mappings_touch_nothing() {
         assert_eq!(calls.len(), 1, "{cmd}: {trace}");
         assert!(calls[0].contains("execve("), "{trace}");
     }
+}
+
+/// One container attached twice to the network (multus: eth0 and net1),
+/// with nftables: DEL of one attachment, with or without its mappings,
+/// leaves the other's rules (both carry the bare container ID as comment;
+/// DEL took every rule of it but those of other networks' records).
+#[test]
+fn del_of_one_attachment_spares_the_other_nftables() {
+    let lab = Lab::new("pmm");
+    let (a, ra) = lab.container("ca");
+    let rb = lab
+        .host
+        .call("ADD", &lab.bridge_conf(), "ca", a.path(), "net1")
+        .ok();
+    let _s = Server::start(&a, 80, "a");
+    let nft = json!({"backend": "nftables"});
+    let one = lab.conf(None, both(8080, None), nft.clone());
+    let two = lab.conf(None, both(8081, None), nft.clone());
+    lab.portmap("ADD", &with_prev(&one, &ra), "ca", a.path())
+        .ok();
+    lab.host
+        .request("ADD", &with_prev(&two, &rb), "ca", a.path(), "net1")
+        .run_in(lab.host.ns.name(), bin())
+        .ok();
+    let table = || lab.host.sh(&["nft", "list", "table", "ip", "cni_hostport"]);
+    assert!(table().contains("dport 8080") && table().contains("dport 8081"));
+    // eth0's DEL without mappings goes by its record.
+    let bare = lab.conf(None, json!([]), nft);
+    lab.portmap("DEL", &bare, "ca", "").ok();
+    let left = table();
+    assert!(!left.contains("dport 8080"), "{left}");
+    assert!(left.contains("dport 8081"), "{left}");
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8081)).as_deref(),
+        Some("a")
+    );
+    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
+    lab.host
+        .request("DEL", &two, "ca", "", "net1")
+        .run_in(lab.host.ns.name(), bin())
+        .ok();
+    assert!(lab.rules_of(None, "ca").is_empty());
+    assert_eq!(lab.records(), 0);
+}
+
+/// DELs of one attachment at once (a runtime retrying while the first is
+/// still running) all succeed and leave nothing, with each backend.
+fn concurrent_dels(backend: &str) {
+    let lab = Lab::new(&format!("pc{}", &backend[..1]));
+    let (a, ra) = lab.container("ca");
+    let conf = lab.conf(None, maps(), json!({"backend": backend}));
+    for _ in 0..5 {
+        lab.portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+            .ok();
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..3)
+                .map(|_| s.spawn(|| lab.portmap("DEL", &conf, "ca", "")))
+                .collect();
+            for r in runs {
+                r.join().unwrap().ok();
+            }
+        });
+        assert!(lab.rules_of(None, "ca").is_empty());
+        assert_eq!(lab.records(), 0);
+    }
+}
+
+#[test]
+fn concurrent_dels_iptables() {
+    concurrent_dels("iptables");
+}
+
+#[test]
+fn concurrent_dels_nftables() {
+    concurrent_dels("nftables");
 }
