@@ -102,6 +102,29 @@ fn ipmasq_check_compares_addresses_not_spellings() {
     });
 }
 
+/// A teardown planned from a table another DEL has since emptied (two
+/// DELs of one attachment at once, not under one lock: ours with another
+/// dataDir, or the Go plugin's) succeeds: the batch failed on the chain
+/// already gone; now the table is read again and nothing is left to do.
+#[test]
+fn ipmasq_teardown_after_another_succeeds() {
+    let ns = TestNetns::new("fwi2");
+    let addrs = nets(&["10.33.0.2/24"]);
+    let chain = vec![ipmasq::iptables_chain(OWNER.network, OWNER.container_id)];
+    inside(&ns, |nl| {
+        ipmasq::setup(nl, Backend::Iptables, &addrs, &OWNER)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let stale = iptables::save(Family::V4, "nat").unwrap();
+        assert!(stale.chain_declared("nat", &chain[0]));
+        ipmasq::iptables::teardown(Family::V4, &chain).unwrap();
+        ipmasq::iptables::teardown_from(Family::V4, &stale, &chain).unwrap();
+    });
+    let left = nat(&ns, Family::V4);
+    assert!(!left.contains("CNI-"), "{left}");
+}
+
 #[test]
 fn gc_removes_chains_of_invalid_attachments_of_the_network() {
     let ns = TestNetns::new("fwj");

@@ -95,7 +95,26 @@ pub fn teardown_batch(save: &Save, chains: &[String]) -> Batch {
 /// Remove `chains` and the jumps to them, in one family.
 pub fn teardown(family: Family, chains: &[String]) -> Result<()> {
     let save = iptables::save(family, TABLE)?;
-    iptables::restore(family, &teardown_batch(&save, chains))
+    teardown_from(family, &save, chains)
+}
+
+/// Remove `chains` and the jumps to them as `save` shows them. When the
+/// batch fails because someone removed some of it meanwhile (another DEL
+/// of the attachment: ours with another dataDir, or the Go plugin's), the
+/// table is read again and what is left removed, for as long as what is
+/// left changes.
+pub fn teardown_from(family: Family, save: &Save, chains: &[String]) -> Result<()> {
+    let mut batch = teardown_batch(save, chains);
+    loop {
+        let Err(e) = iptables::restore(family, &batch) else {
+            return Ok(());
+        };
+        let now = teardown_batch(&iptables::save(family, TABLE)?, chains);
+        if now == batch {
+            return Err(e);
+        }
+        batch = now;
+    }
 }
 
 /// Chains of `network`, found by the comment of their POSTROUTING jumps,
@@ -138,7 +157,7 @@ fn container_of(comment: &str, network: &str) -> Option<String> {
 pub fn gc(family: Family, network: &str, valid_ids: &[&str]) -> Result<()> {
     let save = iptables::save(family, TABLE)?;
     let stale = stale_chains(&save, network, valid_ids);
-    iptables::restore(family, &teardown_batch(&save, &stale))
+    teardown_from(family, &save, &stale)
 }
 
 /// The addresses of `addrs` whose chain or jump is missing.

@@ -28,7 +28,7 @@
 
 use std::net::IpAddr;
 
-use cni_firewall::ipmasq::iptables::teardown_batch;
+use cni_firewall::ipmasq::iptables::teardown_from;
 use cni_firewall::iptables::{self as ipt, Batch, Family, Save, split_words};
 use cni_net::IpNetwork;
 use skel::Error;
@@ -311,8 +311,9 @@ pub fn save(v6: bool) -> Result<Save, cni_firewall::Error> {
 }
 
 /// Remove the attachments' chains (and the legacy `CNI-SN-` ones) with
-/// every rule jumping to them, in the family `save` was read from;
-/// returns the UDP DNAT targets the removed chains held.
+/// every rule jumping to them, in the family `save` was read from (what
+/// another DEL removed meanwhile is no error); returns the UDP DNAT
+/// targets the removed chains held.
 pub fn teardown(
     save: &Save,
     v6: bool,
@@ -327,7 +328,7 @@ pub fn teardown(
         chains.push(dn);
         chains.push(sn_chain(network, cid));
     }
-    ipt::restore(family(v6), &teardown_batch(save, &chains)).map_err(|e| {
+    teardown_from(family(v6), save, &chains).map_err(|e| {
         e.context(if v6 {
             "could not teardown ipv6 dnat"
         } else {

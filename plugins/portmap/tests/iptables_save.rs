@@ -3,7 +3,8 @@
 //! and (property test) the rules of generated addresses, among them IPv6
 //! spellings where `inet_ntop` and Rust differ (`::10.0.0.2`, `::a00:2`),
 //! once `iptables-restore` has applied them and `iptables-save` printed
-//! them, pass CHECK, stay single on a repeated ADD, and go on DEL.
+//! them, pass CHECK, stay single on a repeated ADD, and go on DEL; DEL
+//! planned from a table another DEL has since emptied succeeds.
 
 use std::net::IpAddr;
 
@@ -68,6 +69,29 @@ fn a_shared_chain_made_meanwhile_is_not_flushed() {
             saved(Family::V4)
                 .text()
                 .contains("--to-destination 10.240.61.3:80")
+        );
+    });
+}
+
+/// DEL's teardown planned from a table another DEL has since emptied
+/// (ours with another dataDir, or the Go plugin's: not under our lock)
+/// succeeds, with the UDP targets it read.
+#[test]
+fn teardown_after_another_succeeds() {
+    let ns = TestNetns::new("pmsave");
+    ns.enter(|| {
+        let c = conf(json!([{"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]));
+        let addr: IpNetwork = "10.240.61.2/24".parse().unwrap();
+        iptables::setup(&c, &addr, "c1").unwrap();
+        let stale = saved(Family::V4);
+        iptables::teardown(&stale, false, &c.name, &["c1"]).unwrap();
+        let t = iptables::teardown(&stale, false, &c.name, &["c1"]).unwrap();
+        assert_eq!(t.len(), 1);
+        let left = saved(Family::V4);
+        assert!(
+            naming(&left, &dn_chain(&c.name, "c1")).is_empty(),
+            "{}",
+            left.text()
         );
     });
 }
