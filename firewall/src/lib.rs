@@ -19,6 +19,8 @@
 //!   and each suite can remove the other's rules: [`ipmasq`] and
 //!   [`spoofchk`]. portmap's and the firewall plugin's rule sets live in
 //!   their plugin crates, on these transports.
+//! - [`records`]: the files of the per-attachment records portmap and the
+//!   firewall plugin keep (names, atomic writes, the data directory's lock).
 //! - [`Error`] with an [`ErrorKind`]: a backend that cannot be used here
 //!   is [`ErrorKind::Unavailable`] (from `cni_net`'s `NftUnavailable`, an
 //!   iptables tool missing from `PATH`, no system bus or no firewalld on
@@ -47,6 +49,7 @@ pub mod firewalld;
 pub mod ipmasq;
 pub mod iptables;
 pub mod nft;
+pub mod records;
 pub mod select;
 pub mod spoofchk;
 

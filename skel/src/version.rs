@@ -13,6 +13,16 @@ pub const CURRENT: &str = "1.1.0";
 /// `strconv.Atoi` input (the noop plugin deliberately reports `0.-42.0`).
 pub type Triple = (i64, i64, i64);
 
+/// Every version from `first` on, as the reference's
+/// `VersionsStartingFrom` (plugins that need a `prevResult` of 0.3.0 or
+/// CHECK of 0.4.0 support no older configs).
+pub fn starting_from(first: &str) -> Vec<String> {
+    let all = ALL.iter();
+    all.skip_while(|v| **v != first)
+        .map(|v| v.to_string())
+        .collect()
+}
+
 /// Parse like the reference: `""` is 0.1.0, missing parts are zero, at most
 /// three parts, each a decimal integer.
 pub fn parse(version: &str) -> Result<Triple, String> {

@@ -41,10 +41,7 @@ impl skel::Plugin for Bandwidth {
 
     /// 0.3.0 and later, as the reference (`VersionsStartingFrom("0.3.0")`).
     fn versions(&self) -> Vec<String> {
-        let all = skel::version::ALL.iter();
-        all.skip_while(|v| **v != "0.3.0")
-            .map(|v| v.to_string())
-            .collect()
+        skel::version::starting_from("0.3.0")
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {

@@ -12,10 +12,10 @@
 //! reused: the reference removes the live container's rules).
 
 use std::fs;
-use std::io::ErrorKind;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use cni_firewall::records;
 use serde_json::{Value, json};
 use skel::Error;
 
@@ -29,64 +29,24 @@ pub struct Record {
     pub addrs: Vec<IpAddr>,
 }
 
-/// `<dataDir>/<network>`; a name too long for a directory is hashed
-/// (records say their network, so [`all`] still knows it).
-fn dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(bounded(network))
-}
-
-/// `name`, or its hash when it is longer than a file name may be.
-fn bounded(name: &str) -> String {
-    match name.len() <= NAME_MAX_PLAIN {
-        true => name.to_string(),
-        false => format!("sha512-{}", skel::sha512::hex_prefix(name, 32)),
-    }
-}
-
-/// The longest plain file name: room left for the temporary file's
-/// `.` and `.tmp` within `NAME_MAX` (255).
-const NAME_MAX_PLAIN: usize = 200;
-
-/// `<containerID>:<ifname>`: neither holds a `:` (skel refuses it in
-/// both), so no two attachments share a file, as they would with `_`,
-/// which both may hold. A name too long for a file is hashed.
-fn file_name(cid: &str, ifname: &str) -> String {
-    bounded(&format!("{cid}:{ifname}"))
-}
-
-fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
-    Error::internal(format!("{what} {}: {}", path.display(), skel::io_text(e)))
-}
-
 /// Write `r` under `data_dir` (a temporary file renamed into place).
 pub fn write(data_dir: &Path, r: &Record) -> Result<(), Error> {
-    let d = dir(data_dir, &r.network);
-    fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
-    let name = file_name(&r.container_id, &r.ifname);
-    let path = d.join(&name);
-    let tmp = d.join(format!(".{name}.tmp"));
     let addrs: Vec<String> = r.addrs.iter().map(|a| a.to_string()).collect();
     let doc = json!({"network": r.network, "containerID": r.container_id,
         "ifname": r.ifname, "backend": r.backend, "addrs": addrs});
-    fs::write(&tmp, doc.to_string()).map_err(|e| io_error("write", &tmp, &e))?;
-    fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))
+    let (net, cid, ifname) = (&r.network, &r.container_id, &r.ifname);
+    records::write(data_dir, net, cid, ifname, doc.to_string().as_bytes())
 }
 
 /// Remove the attachment's record; a missing one is fine.
 pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result<(), Error> {
-    let path = dir(data_dir, network).join(file_name(cid, ifname));
-    match fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        // No record there (with `dataDir` a file, none anywhere).
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
-        Err(e) => Err(io_error("remove", &path, &e)),
-    }
+    records::remove_path(&records::path(data_dir, network, cid, ifname))
 }
 
 /// The attachment's record, if there is one (and names it: a hashed file
 /// name is checked against what the record holds).
 pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
-    let path = dir(data_dir, network).join(file_name(cid, ifname));
+    let path = records::path(data_dir, network, cid, ifname);
     parse(network, &fs::read(path).ok()?)
         .filter(|r| r.network == network && r.container_id == cid && r.ifname == ifname)
 }
@@ -109,7 +69,7 @@ pub(crate) fn parse(network: &str, bytes: &[u8]) -> Option<Record> {
 
 /// The records of `network`.
 pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
-    in_dir(&dir(data_dir, network), network)
+    in_dir(&records::dir(data_dir, network), network)
         .into_iter()
         .filter(|r| r.network == network)
         .collect()
@@ -118,26 +78,14 @@ pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
 /// The records in `d`, a network's directory (`network` for records
 /// that do not say theirs).
 fn in_dir(d: &Path, network: &str) -> Vec<Record> {
-    let Ok(entries) = fs::read_dir(d) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
-        .filter_map(|e| parse(network, &fs::read(e.path()).ok()?))
-        .collect()
+    let files = records::files_in(d).into_iter();
+    files.filter_map(|bytes| parse(network, &bytes)).collect()
 }
 
 /// Every record of every network.
 pub fn all(data_dir: &Path) -> Vec<Record> {
-    let Ok(nets) = fs::read_dir(data_dir) else {
-        return Vec::new();
-    };
-    nets.flatten()
-        .filter(|n| n.path().is_dir())
-        .filter_map(|n| Some((n.path(), n.file_name().into_string().ok()?)))
-        .flat_map(|(path, name)| in_dir(&path, &name))
-        .collect()
+    let nets = records::networks(data_dir).into_iter();
+    nets.flat_map(|(path, name)| in_dir(&path, &name)).collect()
 }
 
 /// The addresses held by attachments other than `(network, cid, ifname)`:
@@ -156,16 +104,7 @@ pub fn held_elsewhere(data_dir: &Path, network: &str, cid: &str, ifname: &str) -
 /// twice is flushed by the second), and by DEL and GC (two DELs of one
 /// attachment would delete the same nftables rules).
 pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
-    fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
-    let path = data_dir.join(".lock");
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io_error("open", &path, &e))?;
-    f.lock().map_err(|e| io_error("lock", &path, &e))?;
-    Ok(f)
+    records::lock(data_dir)
 }
 
 #[cfg(test)]

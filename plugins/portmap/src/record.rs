@@ -27,10 +27,9 @@
 //! Go plugin does (by comment), GC leaves them.
 
 use std::fs;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use cni_firewall::Backend;
+use cni_firewall::{Backend, records};
 use cni_net::IpNetwork;
 use serde_json::{Value, json};
 use skel::Error;
@@ -48,38 +47,10 @@ pub struct Record {
     pub addrs: Vec<IpNetwork>,
 }
 
-/// `<dataDir>/<network>`; a name too long for a directory is hashed
-/// (records say their network).
-fn dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(bounded(network))
-}
-
-/// The longest plain file name: room left for the temporary file's `.`
-/// and `.tmp` within `NAME_MAX` (255).
-const NAME_MAX_PLAIN: usize = 200;
-
-/// `name`, or its hash when it is longer than a file name may be.
-fn bounded(name: &str) -> String {
-    match name.len() <= NAME_MAX_PLAIN {
-        true => name.to_string(),
-        false => format!("sha512-{}", skel::sha512::hex_prefix(name, 32)),
-    }
-}
-
-/// `<containerID>:<ifname>`: skel refuses a `:` in both, so no two
-/// attachments share a file (as they did with `_`, which both may hold).
-fn file_name(cid: &str, ifname: &str) -> String {
-    bounded(&format!("{cid}:{ifname}"))
-}
-
 /// The name of earlier versions (never longer than a file name may be:
 /// such an ADD failed).
 fn legacy_name(cid: &str, ifname: &str) -> String {
     format!("{cid}_{ifname}")
-}
-
-fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
-    Error::internal(format!("{what} {}: {}", path.display(), skel::io_text(e)))
 }
 
 /// The record's content.
@@ -115,13 +86,8 @@ pub fn write(
     backend: Backend,
     addrs: &[IpNetwork],
 ) -> Result<(), Error> {
-    let d = dir(&conf.data_dir, &conf.name);
-    fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
-    let path = d.join(file_name(cid, ifname));
-    let tmp = d.join(format!(".{}.tmp", file_name(cid, ifname)));
-    fs::write(&tmp, content(conf, (cid, ifname), backend, addrs))
-        .map_err(|e| io_error("write", &tmp, &e))?;
-    fs::rename(&tmp, &path).map_err(|e| io_error("rename", &tmp, &e))?;
+    let bytes = content(conf, (cid, ifname), backend, addrs);
+    records::write(&conf.data_dir, &conf.name, cid, ifname, bytes.as_bytes())?;
     // The attachment's record of an earlier version is replaced by this one.
     remove_legacy(&conf.data_dir, &conf.name, cid, ifname)
 }
@@ -140,11 +106,7 @@ pub fn put_back(
     ifname: &str,
     bytes: &[u8],
 ) -> Result<(), Error> {
-    let d = dir(data_dir, network);
-    let name = file_name(cid, ifname);
-    let tmp = d.join(format!(".{name}.tmp"));
-    fs::write(&tmp, bytes).map_err(|e| io_error("write", &tmp, &e))?;
-    fs::rename(&tmp, d.join(name)).map_err(|e| io_error("rename", &tmp, &e))
+    records::write(data_dir, network, cid, ifname, bytes)
 }
 
 /// An exclusive lock on `<dataDir>/.lock`, held by ADD (two ADDs at once
@@ -153,16 +115,7 @@ pub fn put_back(
 /// effort, by DEL and GC (two DELs of one attachment would delete the
 /// same nftables rules).
 pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
-    fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
-    let path = data_dir.join(".lock");
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io_error("open", &path, &e))?;
-    f.lock().map_err(|e| io_error("lock", &path, &e))?;
-    Ok(f)
+    records::lock(data_dir)
 }
 
 /// The attachment's record: its path, bytes and content; under the
@@ -175,8 +128,8 @@ fn own(
     cid: &str,
     ifname: &str,
 ) -> Option<(PathBuf, Vec<u8>, Record)> {
-    let d = dir(data_dir, network);
-    [file_name(cid, ifname), legacy_name(cid, ifname)]
+    let d = records::dir(data_dir, network);
+    [records::file_name(cid, ifname), legacy_name(cid, ifname)]
         .into_iter()
         .find_map(|name| {
             let path = d.join(name);
@@ -192,24 +145,14 @@ pub fn exists(conf: &Config, cid: &str, ifname: &str) -> bool {
     own(&conf.data_dir, &conf.name, cid, ifname).is_some()
 }
 
-/// Remove `path`; missing (with `dataDir` a file: no record anywhere) is
-/// fine.
-fn remove_path(path: &Path) -> Result<(), Error> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
-        Err(e) => Err(io_error("remove", path, &e)),
-    }
-}
-
 /// Remove the attachment's record of an earlier version, if it names it.
 fn remove_legacy(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result<(), Error> {
-    let path = dir(data_dir, network).join(legacy_name(cid, ifname));
+    let path = records::dir(data_dir, network).join(legacy_name(cid, ifname));
     let Some(r) = fs::read(&path).ok().and_then(|b| parse(&b)) else {
         return Ok(());
     };
     if r.conf.name == network && r.container_id == cid && r.ifname == ifname {
-        remove_path(&path)?;
+        records::remove_path(&path)?;
     }
     Ok(())
 }
@@ -217,7 +160,7 @@ fn remove_legacy(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Res
 /// Remove the attachment's record (and its record of an earlier
 /// version); a missing one is fine.
 pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result<(), Error> {
-    remove_path(&dir(data_dir, network).join(file_name(cid, ifname)))?;
+    records::remove_path(&records::path(data_dir, network, cid, ifname))?;
     remove_legacy(data_dir, network, cid, ifname)
 }
 
@@ -246,14 +189,9 @@ fn parse(bytes: &[u8]) -> Option<Record> {
 
 /// The records of `network` (container ID, ifname and content).
 pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
-    let d = dir(data_dir, network);
-    let Ok(entries) = fs::read_dir(&d) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
-        .filter_map(|e| parse(&fs::read(e.path()).ok()?))
+    let files = records::files_in(&records::dir(data_dir, network)).into_iter();
+    files
+        .filter_map(|bytes| parse(&bytes))
         .filter(|r| r.conf.name == network)
         .collect()
 }
@@ -262,19 +200,10 @@ pub fn of_network(data_dir: &Path, network: &str) -> Vec<Record> {
 /// or in `network` on another interface (multus attaches a container
 /// twice to one network).
 pub fn of_container_others(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Vec<Record> {
-    let Ok(nets) = fs::read_dir(data_dir) else {
-        return Vec::new();
-    };
     let mut out: Vec<Record> = Vec::new();
-    for n in nets.flatten().filter(|n| n.path().is_dir()) {
-        let Ok(entries) = fs::read_dir(n.path()) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_name().as_encoded_bytes().starts_with(b".") {
-                continue;
-            }
-            let Some(r) = fs::read(e.path()).ok().and_then(|b| parse(&b)) else {
+    for (d, _) in records::networks(data_dir) {
+        for bytes in records::files_in(&d) {
+            let Some(r) = parse(&bytes) else {
                 continue;
             };
             let me = r.conf.name == network && r.ifname == ifname;

@@ -1,0 +1,147 @@
+//! Where plugins with firewall rules (portmap, the firewall plugin) keep
+//! one record per attachment, the files themselves: the plugin decides
+//! what a record holds.
+//!
+//! - `<dataDir>/<network>/<containerID>:<ifname>`: skel refuses a `:` in
+//!   both, so no two attachments share a file (as they would with `_`,
+//!   which both may hold). A network name or file name too long for a file
+//!   system is hashed (`sha512-<32 hex>`), so a record must say whose it is
+//!   and readers check that.
+//! - Written to a temporary file (`.<name>.tmp`) renamed into place, so a
+//!   reader never sees half a record.
+//! - `<dataDir>/.lock`: one exclusive `flock` per data directory, as the
+//!   reference's plugins lock their state.
+//! - Entries whose names start with `.` (temporary files, the lock) are
+//!   never records.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use skel::Error;
+
+/// The longest plain file name: room left for the temporary file's `.`
+/// and `.tmp` within `NAME_MAX` (255).
+const NAME_MAX_PLAIN: usize = 200;
+
+/// `name`, or its hash when it is longer than a file name may be.
+pub fn bounded(name: &str) -> String {
+    match name.len() <= NAME_MAX_PLAIN {
+        true => name.to_string(),
+        false => format!("sha512-{}", skel::sha512::hex_prefix(name, 32)),
+    }
+}
+
+/// `<dataDir>/<network>`.
+pub fn dir(data_dir: &Path, network: &str) -> PathBuf {
+    data_dir.join(bounded(network))
+}
+
+/// `<containerID>:<ifname>`, bounded.
+pub fn file_name(cid: &str, ifname: &str) -> String {
+    bounded(&format!("{cid}:{ifname}"))
+}
+
+/// The attachment's record file.
+pub fn path(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> PathBuf {
+    dir(data_dir, network).join(file_name(cid, ifname))
+}
+
+/// `<what> <path>: <reason>`, code 999.
+pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
+    Error::internal(format!("{what} {}: {}", path.display(), skel::io_text(e)))
+}
+
+/// Write the attachment's record: `bytes` to a temporary file renamed into
+/// place, the network's directory created when missing.
+pub fn write(
+    data_dir: &Path,
+    network: &str,
+    cid: &str,
+    ifname: &str,
+    bytes: &[u8],
+) -> Result<(), Error> {
+    let d = dir(data_dir, network);
+    fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
+    let name = file_name(cid, ifname);
+    let tmp = d.join(format!(".{name}.tmp"));
+    fs::write(&tmp, bytes).map_err(|e| io_error("write", &tmp, &e))?;
+    fs::rename(&tmp, d.join(name)).map_err(|e| io_error("rename", &tmp, &e))
+}
+
+/// Remove a record file; a missing one is fine (with `dataDir` a file,
+/// there is no record anywhere).
+pub fn remove_path(path: &Path) -> Result<(), Error> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
+        Err(e) => Err(io_error("remove", path, &e)),
+    }
+}
+
+/// The contents of every record file in `d` (one network's directory).
+pub fn files_in(d: &Path) -> Vec<Vec<u8>> {
+    let Ok(entries) = fs::read_dir(d) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+        .filter_map(|e| fs::read(e.path()).ok())
+        .collect()
+}
+
+/// Every network directory under `data_dir`, with its name.
+pub fn networks(data_dir: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(nets) = fs::read_dir(data_dir) else {
+        return Vec::new();
+    };
+    nets.flatten()
+        .filter(|n| n.path().is_dir())
+        .filter_map(|n| Some((n.path(), n.file_name().into_string().ok()?)))
+        .collect()
+}
+
+/// An exclusive lock on `<dataDir>/.lock` (created with the directory),
+/// released when the file is dropped.
+pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
+    fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
+    let path = data_dir.join(".lock");
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error("open", &path, &e))?;
+    f.lock().map_err(|e| io_error("lock", &path, &e))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_two_attachments_share_a_file() {
+        assert_ne!(file_name("x", "eth_0"), file_name("x_eth", "0"));
+        let long = "c".repeat(300);
+        let name = file_name(&long, "eth0");
+        assert!(name.starts_with("sha512-") && name.len() < NAME_MAX_PLAIN);
+        assert_ne!(name, file_name(&long, "eth1"));
+        assert_eq!(bounded(&"n".repeat(NAME_MAX_PLAIN)).len(), NAME_MAX_PLAIN);
+    }
+
+    #[test]
+    fn written_records_are_read_back_and_removed() {
+        let d = std::env::temp_dir().join(format!("cnirs-records-{}", std::process::id()));
+        write(&d, "net", "c1", "eth0", b"{}").unwrap();
+        write(&d, "net", "c1", "eth0", b"{\"a\":1}").unwrap();
+        assert_eq!(files_in(&dir(&d, "net")), vec![b"{\"a\":1}".to_vec()]);
+        assert_eq!(networks(&d), vec![(dir(&d, "net"), "net".to_string())]);
+        let _l = lock(&d).unwrap();
+        remove_path(&path(&d, "net", "c1", "eth0")).unwrap();
+        remove_path(&path(&d, "net", "c1", "eth0")).unwrap();
+        assert!(files_in(&dir(&d, "net")).is_empty());
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
