@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub mod firewalld;
 mod host;
+pub mod strace;
 pub mod traffic;
 
 pub use host::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};

@@ -227,32 +227,25 @@ fn no_mappings_touch_nothing() {
     let (a, ra) = lab.container("ca");
     let mut conf = lab.conf(None, json!([]), json!({}));
     conf["dataDir"] = json!("/proc/cnirs-nothing");
-    let dir = TempDir::new("pmwrap");
-    let wrapper = dir.join("portmap");
-    let log = dir.join("trace");
-    let script = format!(
-        "#!/bin/sh\nexec ip netns exec {} env PATH=/cnirs-nowhere /usr/bin/strace -f -qq -o {} -e trace=socket,execve {}\n",
+    let traced = testsupport::strace::Traced::new(
+        "portmap",
         lab.host.ns.name(),
-        log.display(),
-        bin().display()
+        &["PATH=/cnirs-nowhere"],
+        "",
+        "socket,execve",
+        bin(),
     );
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     for cmd in ["ADD", "DEL"] {
         let out = lab
             .host
             .request(cmd, &with_prev(&conf, &ra), "ca", a.path(), "eth0")
-            .run(&wrapper);
+            .run(&traced.wrapper);
         if cmd == "ADD" {
             assert_eq!(out.ok(), ra);
         } else {
             out.ok();
         }
-        let trace = std::fs::read_to_string(&log).unwrap();
+        let trace = traced.log();
         let calls: Vec<&str> = trace.lines().filter(|l| !l.contains("exited")).collect();
         assert_eq!(calls.len(), 1, "{cmd}: {trace}");
         assert!(calls[0].contains("execve("), "{trace}");
