@@ -1186,6 +1186,8 @@ def main():
     ap.add_argument("--command", default="scripts/bench.sh", help="command line recorded in the page")
     ap.add_argument("--only", action="append", help="run only this step (repeatable)")
     ap.add_argument("--prefix", help="name prefix of everything created (default cnirsb + 4 random hex)")
+    ap.add_argument("--scale", type=int, metavar="N", dest="scale_n",
+                    help="grow the bridge of the 'growing bridge' step to N containers (default 1000, 300 with --quick)")
     opts = ap.parse_args()
     if opts.quick:
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 100, 40, 30, 2, 300
@@ -1194,6 +1196,10 @@ def main():
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 500, 200, 150, 5, 1000
         opts.n_rss, opts.n_plugin = 20, 100
     opts.leases = [0, 1000, 10000]
+    if opts.scale_n is not None:
+        if opts.scale_n < 2 or opts.scale_n > 1000:
+            sys.exit("bench: --scale wants 2 to 1000 containers (a /22 per suite)")
+        opts.scale = opts.scale_n
     if os.geteuid() != 0:
         sys.exit("bench: must run as root (it creates namespaces and bridges)")
     # A terminated run still cleans up: turn SIGTERM/SIGHUP into an exception.
