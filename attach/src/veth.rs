@@ -52,9 +52,6 @@ pub struct Spec<'a> {
     pub mtu: u32,
     /// The bridge to enslave the host end to.
     pub master: Option<&'a Link>,
-    /// No IPv6 link-local address on the host end
-    /// ([`VethPair::host_no_link_local`]): for a bridge port.
-    pub host_no_link_local: bool,
 }
 
 /// Create the veth pair in one message: the container end inside its
@@ -71,7 +68,6 @@ pub fn create(host: &Netlink, spec: &Spec, first_name: String) -> Result<Link, E
             container_mac: spec.mac,
             mtu: (spec.mtu > 0).then_some(spec.mtu),
             host_master: spec.master.map(|m| m.index),
-            host_no_link_local: spec.host_no_link_local,
         };
         match host.create_veth_pair_up(&pair) {
             Ok(port) => return Ok(port),

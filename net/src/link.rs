@@ -30,9 +30,6 @@ const IFLA_PROMISCUITY: u16 = 30;
 const IFLA_LINK_NETNSID: u16 = 37;
 const IFLA_MIN_MTU: u16 = 50;
 const IFLA_MAX_MTU: u16 = 51;
-const AF_INET6: u16 = 10;
-const IFLA_INET6_ADDR_GEN_MODE: u16 = 8;
-const IN6_ADDR_GEN_MODE_NONE: u8 = 1;
 pub(crate) const IFLA_INFO_KIND: u16 = 1;
 pub(crate) const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
@@ -192,11 +189,6 @@ pub struct VethPair<'a> {
     pub mtu: Option<u32>,
     /// Bridge to enslave the host end to, in the same message.
     pub host_master: Option<u32>,
-    /// Give the host end no IPv6 link-local address (`addrgenmode none`),
-    /// so it never runs DAD, MLD or router solicitation (see
-    /// [`Netlink::create_veth_pair_up`]). For a bridge port, which forwards
-    /// frames without addresses of its own.
-    pub host_no_link_local: bool,
 }
 
 impl Link {
@@ -256,18 +248,6 @@ fn links_of(replies: Vec<Vec<u8>>) -> Vec<Link> {
 
 fn by_index(index: u32) -> Msg {
     Msg::new(RTM_SETLINK, 0, &ifinfo(0, index, 0, 0))
-}
-
-/// `ip link set NAME addrgenmode none`.
-fn no_link_local(name: &str) -> Msg {
-    let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, 0, 0, 0));
-    m.str(IFLA_IFNAME, name);
-    m.nest(IFLA_AF_SPEC, |m| {
-        m.nest(AF_INET6, |m| {
-            m.u8(IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
-        });
-    });
-    m
 }
 
 fn get_by_name(name: &str) -> Msg {
@@ -549,34 +529,14 @@ impl Netlink {
     /// [`Netlink::create_veth_pair`] with the host end already up, and the
     /// host end as the kernel reports it right after: the lookup is sent
     /// together with the creation, so both take one round trip.
-    ///
-    /// With `host_no_link_local`, the host end's IPv6 address generation
-    /// mode is set to none right after the creation, in the round trip of
-    /// the lookup (the kernel refuses `IFLA_AF_SPEC` in the creating
-    /// message with `EAFNOSUPPORT`). That is before the container end is
-    /// up: until then the host end has no carrier and no link-local
-    /// address, and so it never gets one. The creation is answered first,
-    /// so a name that was already taken is never changed. A host without
-    /// IPv6 refuses the change with `EAFNOSUPPORT` too: nothing to turn off.
     pub fn create_veth_pair_up(&self, v: &VethPair<'_>) -> Result<Link> {
         let create_op = format!("create veth pair {}/{}", v.container_name, v.host_name);
         let find_op = format!("find link {}", v.host_name);
-        let create = (create_op.as_str(), Self::veth_message(v, true)?);
-        let find = (find_op.as_str(), get_by_name(v.host_name));
-        let found = if v.host_no_link_local {
-            self.request(create.0, create.1)?;
-            let quiet_op = format!("turn off IPv6 link-local address of {}", v.host_name);
-            let (quiet, found) =
-                self.request_pair((&quiet_op, no_link_local(v.host_name)), find);
-            match quiet {
-                Err(e) if !e.is(nix::errno::Errno::EAFNOSUPPORT) => return Err(e),
-                _ => found,
-            }
-        } else {
-            let (created, found) = self.request_pair(create, find);
-            created?;
-            found
-        };
+        let (created, found) = self.request_pair(
+            (&create_op, Self::veth_message(v, true)?),
+            (&find_op, get_by_name(v.host_name)),
+        );
+        created?;
         links_of(found?)
             .into_iter()
             .next()

@@ -28,7 +28,6 @@ fn pair(a: &TestNetns, b: &TestNetns) -> (Netlink, Link) {
         container_mac: None,
         mtu: None,
         host_master: None,
-        host_no_link_local: false,
     })
     .unwrap();
     let nb = Netlink::in_netns(&fb).unwrap();
@@ -222,7 +221,6 @@ fn veth_created_up_and_batch_applies_in_order() {
             container_mac: None,
             mtu: None,
             host_master: None,
-            host_no_link_local: false,
         })
         .unwrap();
     assert_eq!(host, nl.link_by_name(&name).unwrap());

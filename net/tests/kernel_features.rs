@@ -93,7 +93,6 @@ fn port_vlan_table_matches_iproute2() {
         container_mac: None,
         mtu: None,
         host_master: Some(br.index),
-        host_no_link_local: false,
     })
     .unwrap();
     let port: Link = nl.link_by_name(&name).unwrap();

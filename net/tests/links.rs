@@ -83,7 +83,6 @@ fn veth_pair_spans_two_namespaces() {
         container_mac: Some([0x0a, 0x58, 0x0a, 0xf0, 0, 2]),
         mtu: Some(1450),
         host_master: Some(br.index),
-        host_no_link_local: false,
     };
     host.create_veth_pair(&pair).unwrap();
 
@@ -160,7 +159,6 @@ fn template_names_never_reach_the_kernel() {
             container_mac: None,
             mtu: None,
             host_master: None,
-            host_no_link_local: false,
         };
         let e = host.create_veth_pair(&pair).unwrap_err();
         assert!(e.to_string().contains("name template"), "{e}");
@@ -194,7 +192,6 @@ fn bridge_port_vlans_match_iproute2() {
         container_mac: None,
         mtu: None,
         host_master: Some(br.index),
-        host_no_link_local: false,
     })
     .unwrap();
     let port = nl.link_by_name(&host_name).unwrap();
@@ -274,7 +271,6 @@ fn detached_deletion_returns_with_the_link_gone() {
             container_mac: None,
             mtu: None,
             host_master: None,
-            host_no_link_local: false,
         })
         .unwrap();
     a.exec(&["ip", "addr", "add", "10.240.14.1/32", "dev", &name]);

@@ -312,7 +312,6 @@ fn veth_peer_is_found_from_the_other_namespace() {
         container_mac: None,
         mtu: None,
         host_master: None,
-        host_no_link_local: false,
     })
     .unwrap();
     let inside = Netlink::in_netns(&cont_file).unwrap();

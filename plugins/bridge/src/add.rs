@@ -112,9 +112,6 @@ fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links
         mac: conf.mac,
         mtu: conf.mtu,
         master: Some(&bridge),
-        // A bridge port forwards frames without addresses of its own; see
-        // the README (bridge: where we differ).
-        host_no_link_local: true,
     };
     let port = frame.create_veth(&host, &spec, host_name)?;
     hit("bridge/veth-created")?;

@@ -260,8 +260,6 @@ pub fn ensure_vlan_interface(
         mac: None,
         mtu: br.mtu,
         master: Some(br),
-        // The gateway interface keeps the kernel's defaults, as before.
-        host_no_link_local: false,
     };
     let port = match veth::create(host, &spec, veth::random_name()?) {
         Ok(p) => p,

@@ -108,8 +108,6 @@ fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links
         mac: None,
         mtu: conf.mtu,
         master: None,
-        // ptp routes to the container through the host end's addresses.
-        host_no_link_local: false,
     };
     let port = frame.create_veth(&host, &spec, host_name)?;
     hit("ptp/veth-created")?;
