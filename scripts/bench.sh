@@ -6,7 +6,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
-                        [--scale N]
+                        [--scale N] [--no-container-ipv6]
 
 Builds the release binaries, installs Debian's containernetworking-plugins if
 they are missing (the reference, in /usr/lib/cni), installs ours with
@@ -27,6 +27,10 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
   --scale N      grow the bridge of "growing bridge" to N containers
                  (2-1000; default 1000, 300 with --quick). With
                  --only "growing bridge" --no-write, the scale step alone.
+  --no-container-ipv6
+                 an experiment: in "growing bridge", IPv6 off in every
+                 container's namespace (no link-local address on eth0), to
+                 see how much of the growth its DAD/MLD/RS traffic causes
   -h, --help     this text
 
 Our binaries are taken from the release build (CNI_PATH is a temporary
@@ -52,7 +56,8 @@ while [ $# -gt 0 ]; do
         --no-write) out= ;;
         --no-build) build=0 ;;
         --only) [ $# -ge 2 ] || die "--only needs a step"; only+=(--only "$2"); shift ;;
-        --scale) [ $# -ge 2 ] || die "--scale needs a number"; scale=(--scale "$2"); shift ;;
+        --scale) [ $# -ge 2 ] || die "--scale needs a number"; scale+=(--scale "$2"); shift ;;
+        --no-container-ipv6) scale+=(--no-container-ipv6) ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
