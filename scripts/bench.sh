@@ -25,8 +25,9 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
                  "bridge serial", plugins, chains, "64 at once",
                  "growing bridge", "host-local leases"
   --scale N      grow the bridge of "growing bridge" to N containers
-                 (2-1000; default 1000, 300 with --quick). With
-                 --only "growing bridge" --no-write, the scale step alone.
+                 (2-1000; default 1000, 300 with --quick; slopes need more
+                 than 100). With --only "growing bridge" --no-write, the
+                 scale step alone.
   --no-container-ipv6
                  an experiment: in "growing bridge", IPv6 off in every
                  container's namespace (no link-local address on eth0), to
