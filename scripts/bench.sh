@@ -6,6 +6,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
+                        [--scale N] [--no-container-ipv6]
 
 Builds the release binaries, installs Debian's containernetworking-plugins if
 they are missing (the reference, in /usr/lib/cni), installs ours with
@@ -23,6 +24,14 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
   --only STEP    run one step (repeatable): VERSION, loopback, host-local,
                  "bridge serial", plugins, chains, "64 at once",
                  "growing bridge", "host-local leases"
+  --scale N      grow the bridge of "growing bridge" to N containers
+                 (2-1000; default 1000, 300 with --quick; slopes need more
+                 than 100). With --only "growing bridge" --no-write, the
+                 scale step alone.
+  --no-container-ipv6
+                 an experiment: in "growing bridge", IPv6 off in every
+                 container's namespace (no link-local address on eth0), to
+                 see how much of the growth its DAD/MLD/RS traffic causes
   -h, --help     this text
 
 Our binaries are taken from the release build (CNI_PATH is a temporary
@@ -39,6 +48,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib.sh"
 quick=0 build=1 out="$repo/docs/benchmarks.md"
 only=()
+scale=()
 command_line="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,6 +57,8 @@ while [ $# -gt 0 ]; do
         --no-write) out= ;;
         --no-build) build=0 ;;
         --only) [ $# -ge 2 ] || die "--only needs a step"; only+=(--only "$2"); shift ;;
+        --scale) [ $# -ge 2 ] || die "--scale needs a number"; scale+=(--scale "$2"); shift ;;
+        --no-container-ipv6) scale+=(--no-container-ipv6) ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -98,7 +110,7 @@ trap cleanup EXIT
 "$repo/scripts/install.sh" --no-build --force --prefix "$ours" >/dev/null ||
     die "installing our binaries into $ours failed"
 
-args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}")
+args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}" "${scale[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
 [ -n "$out" ] && args+=(--out "$out")
 # Both suites run inside a throwaway "host" namespace: their bridges,

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from floor import Floor
+from floor import Floor, ipv6_off
 from plugins import PluginSteps
 
 IFNAME = "eth0"
@@ -819,6 +819,12 @@ class Bench(PluginSteps):
         # The kernel's floor grows a bridge of its own alongside.
         floor = self.floor_setup("big")
         floor_paths = self.add_netns([f"{self.prefix}-floor-b{j}" for j in range(total)])
+        if self.opts.no_container_ipv6:
+            # The experiment that shows where the slope comes from (see
+            # docs/benchmarks.md): every container's eth0 without IPv6.
+            rows.append(("containers' eth0 without IPv6 (--no-container-ipv6)", "yes", "yes", ""))
+            for p in [p for s in suites for p in paths[s.key]] + floor_paths:
+                ipv6_off(p)
         lat = {s.key: [] for s in alive}
         live = {s.key: [] for s in alive}
         lat["floor"] = []
@@ -1186,6 +1192,10 @@ def main():
     ap.add_argument("--command", default="scripts/bench.sh", help="command line recorded in the page")
     ap.add_argument("--only", action="append", help="run only this step (repeatable)")
     ap.add_argument("--prefix", help="name prefix of everything created (default cnirsb + 4 random hex)")
+    ap.add_argument("--no-container-ipv6", action="store_true",
+                    help="growing bridge: IPv6 off in every container's namespace (an experiment, see docs/benchmarks.md)")
+    ap.add_argument("--scale", type=int, metavar="N", dest="scale_n",
+                    help="grow the bridge of the 'growing bridge' step to N containers (default 1000, 300 with --quick)")
     opts = ap.parse_args()
     if opts.quick:
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 100, 40, 30, 2, 300
@@ -1194,6 +1204,10 @@ def main():
         opts.n_version, opts.n_small, opts.n_bridge, opts.rounds_parallel, opts.scale = 500, 200, 150, 5, 1000
         opts.n_rss, opts.n_plugin = 20, 100
     opts.leases = [0, 1000, 10000]
+    if opts.scale_n is not None:
+        if opts.scale_n < 2 or opts.scale_n > 1000:
+            sys.exit("bench: --scale wants 2 to 1000 containers (a /22 per suite)")
+        opts.scale = opts.scale_n
     if os.geteuid() != 0:
         sys.exit("bench: must run as root (it creates namespaces and bridges)")
     # A terminated run still cleans up: turn SIGTERM/SIGHUP into an exception.
