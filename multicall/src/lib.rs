@@ -75,7 +75,10 @@ pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
         &|k| std::env::var(k).ok(),
         &mut stdin.lock() as &mut dyn Read,
         &mut std::io::stdout().lock() as &mut dyn Write,
-        &mut std::io::stderr().lock(),
+        // Not locked for the whole run: an IPAM plugin run in-process on
+        // another thread writes to the same stderr (eprintln!) while this
+        // thread waits for it.
+        &mut std::io::stderr(),
     )
 }
 

@@ -149,3 +149,61 @@ fn ptp_with_static_in_process_adds_checks_and_deletes() {
     host.del(&conf, "c1", c.path());
     c.delete();
 }
+
+/// Run the multi-call binary as `bin` with `env` and `stdin`, killed after
+/// ten seconds (a hang fails the test instead of blocking it).
+fn run_bounded(bin: &Path, env: &[(&str, &str)], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(bin)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let pid = child.id();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        if wait
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .is_err()
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    killer.join().unwrap();
+    out
+}
+
+/// The in-process IPAM plugin writes to stderr while the calling plugin
+/// runs: host-local's GC without valid attachments says so on stderr, and
+/// the call returns (the caller held the process's stderr lock for the
+/// whole call, so the delegate's first message blocked forever). Without
+/// valid attachments bridge's GC touches no firewall rule.
+#[test]
+fn in_process_ipam_writing_to_stderr_does_not_hang_its_caller() {
+    let (dir, paths) = linked(&["bridge", "host-local"]);
+    let data = dir.join("data");
+    let conf = json!({"cniVersion": "1.1.0", "name": "cnirsmcgc", "type": "bridge",
+        "bridge": "cnirsmcgc0",
+        "ipam": {"type": "host-local", "dataDir": data.to_str(),
+                 "ranges": [[{"subnet": "10.240.14.0/24"}]]}});
+    let env = [("CNI_COMMAND", "GC"), ("CNI_PATH", dir.to_str())];
+    let out = run_bounded(&paths[0], &env, &conf.to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("bridge: GC of network cnirsmcgc without"));
+    assert!(stderr.contains("host-local: GC of network cnirsmcgc without"));
+}
