@@ -207,3 +207,56 @@ fn in_process_ipam_writing_to_stderr_does_not_hang_its_caller() {
     assert!(stderr.contains("bridge: GC of network cnirsmcgc without"));
     assert!(stderr.contains("host-local: GC of network cnirsmcgc without"));
 }
+
+/// Under a name that is no plugin's (a renamed link, a name with a suffix
+/// or a trailing space), a runtime's call fails with a CNI error on stdout
+/// naming the name; a person running it gets the explanation on stderr.
+/// A caller that sets its own `argv[0]` (or none) gets the plugin the
+/// exec'd file is named after.
+#[test]
+fn unknown_names_fail_with_a_cni_error_and_odd_argv0_uses_the_file_name() {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("names");
+    for name in ["bridge.old", "bridge-v2", "bridge ", "loopback"] {
+        std::fs::hard_link(multi(), dir.join(name)).unwrap();
+    }
+    for name in ["bridge.old", "bridge-v2", "bridge "] {
+        let out = std::process::Command::new(dir.join(name))
+            .env("CNI_COMMAND", "ADD")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(err["code"], 999);
+        let msg = err["msg"].as_str().unwrap();
+        assert!(
+            msg.starts_with(&format!("{name:?} is not a plugin name: ")),
+            "{msg}"
+        );
+        assert!(msg.contains("bridge, ptp"), "{msg}");
+        let person = std::process::Command::new(dir.join(name))
+            .env_remove("CNI_COMMAND")
+            .output()
+            .unwrap();
+        assert_eq!(person.status.code(), Some(1));
+        assert!(person.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&person.stderr).contains("is not a plugin name"));
+    }
+    // argv[0] chosen by the caller: the file's own name decides.
+    for argv0 in ["", "weird", "/x/y/cni"] {
+        let out = std::process::Command::new(dir.join("loopback"))
+            .arg0(argv0)
+            .env("CNI_COMMAND", "VERSION")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "argv0 {argv0:?}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    }
+    // argv[0] naming a plugin wins over the file's name.
+    let about = std::process::Command::new(dir.join("loopback"))
+        .arg0("tuning")
+        .env_remove("CNI_COMMAND")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI tuning plugin"));
+}
