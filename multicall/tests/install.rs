@@ -247,3 +247,57 @@ fn destdir_on_another_filesystem() {
     assert!(ok, "{}", String::from_utf8_lossy(&out.stderr));
     linked.unwrap();
 }
+
+/// The release directory install.sh takes (scripts/lib.sh `release_dir`)
+/// is the host's, not another architecture's build in the same tree
+/// (`target/aarch64-…` sorts before `target/x86_64-…`), with cargo on
+/// PATH or without it.
+#[test]
+fn release_dir_is_the_hosts_not_a_cross_build() {
+    let repo = TempDir::new("reldir");
+    let host = String::from_utf8(
+        Command::new(env!("CARGO"))
+            .arg("-vV")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .lines()
+    .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+    .unwrap();
+    let mine = repo.join(&format!("target/{host}/release"));
+    let cross = repo.join("target/aarch64-aaa-linux-gnu/release");
+    for d in [&mine, &cross] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    build(&mine, b"");
+    // Not runnable here, as another architecture's binary.
+    write_exe(
+        &cross.join("cni-plugins"),
+        b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xb7\0",
+    );
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib.sh");
+    let cargo_dir = Path::new(env!("CARGO")).parent().unwrap().to_path_buf();
+    for path in [
+        format!("{}:/usr/bin:/bin", cargo_dir.display()),
+        "/usr/bin:/bin".to_string(),
+    ] {
+        let out = Command::new("bash")
+            .args(["-c", ". \"$0\"; release_dir \"$1\""])
+            .arg(&lib)
+            .arg(repo.path())
+            .env("PATH", &path)
+            .env("HOME", repo.path())
+            .env_remove("CARGO_HOME")
+            .env_remove("SUDO_USER")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            mine.to_str().unwrap(),
+            "PATH={path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
