@@ -252,6 +252,14 @@ fn unknown_names_fail_with_a_cni_error_and_odd_argv0_uses_the_file_name() {
         assert!(out.status.success(), "argv0 {argv0:?}: {out:?}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
     }
+    // A symlink under another name to a link named after a plugin: exec
+    // follows it, so the file run is that plugin's name.
+    std::os::unix::fs::symlink(dir.join("loopback"), dir.join("my-lo")).unwrap();
+    let out = std::process::Command::new(dir.join("my-lo"))
+        .env("CNI_COMMAND", "VERSION")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
     // argv[0] naming a plugin wins over the file's name.
     let about = std::process::Command::new(dir.join("loopback"))
         .arg0("tuning")
