@@ -301,3 +301,36 @@ fn release_dir_is_the_hosts_not_a_cross_build() {
         );
     }
 }
+
+/// A packager's cross build for another architecture (a binary that cannot
+/// run here), staged with `--destdir`: the plugin names come from the
+/// source table, and each is a link to the installed binary.
+#[test]
+fn cross_build_staged_into_destdir() {
+    let tmp = TempDir::new("install-cross");
+    let from = tmp.join("from");
+    build(&from, b"");
+    let foreign = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xb7\0 aarch64 stand-in";
+    write_exe(&from.join("cni-plugins"), foreign);
+    let root = tmp.join("root");
+    let out = Command::new("bash")
+        .arg(script())
+        .args([
+            "--from",
+            from.to_str().unwrap(),
+            "--destdir",
+            root.to_str().unwrap(),
+        ])
+        .args(["--prefix", "/usr/lib/cni"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = root.join("usr/lib/cni");
+    assert_linked(&bin);
+    assert_eq!(std::fs::read(bin.join("host-local")).unwrap(), foreign);
+}
