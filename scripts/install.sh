@@ -137,7 +137,7 @@ must_write() {
     new_manifest[$n]=$sum
     [ -e "$target" ] || [ -L "$target" ] || { say "$n: installing"; return 0; }
     have=$(sha256sum "$target" 2>/dev/null | cut -d' ' -f1 || true)
-    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ]; }; then
+    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ] || ! can_link; }; then
         say "$n: up to date"
         return 1
     elif [ "$have" = "$sum" ] || { [ -n "$have" ] && [ "${ours[$n]:-}" = "$have" ]; }; then
@@ -149,6 +149,20 @@ must_write() {
         run mkdir -p "$backup"
         run cp -a "$target" "$backup/$n"
     fi
+}
+# Whether this directory can hold hard links (tried once, on the installed
+# multi-call binary); where it cannot, a copy of the same content is as
+# good as a link and is left alone.
+links_work=
+can_link() {
+    if [ -z "$links_work" ]; then
+        links_work=1
+        if [ "$dry" -eq 0 ] && [ -e "$dest/$multi" ]; then
+            ln "$dest/$multi" "$dest/.link-probe.tmp-$$" 2>/dev/null || links_work=0
+            rm -f "$dest/.link-probe.tmp-$$"
+        fi
+    fi
+    [ "$links_work" = 1 ]
 }
 for n in "${files[@]}"; do
     src="$rel/$n"

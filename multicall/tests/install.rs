@@ -334,3 +334,57 @@ fn cross_build_staged_into_destdir() {
     assert_linked(&bin);
     assert_eq!(std::fs::read(bin.join("host-local")).unwrap(), foreign);
 }
+
+/// A directory that cannot hold hard links (here: an `ln` that always
+/// fails, as on a filesystem without them) gets a copy per plugin name,
+/// and a re-install leaves those copies alone.
+#[test]
+fn without_hard_links_copies_and_a_reinstall_writes_nothing() {
+    let tmp = TempDir::new("install-nolink");
+    let (from, bin, fake) = (tmp.join("from"), tmp.join("bin"), tmp.join("fake"));
+    build(&from, b"");
+    std::fs::create_dir_all(&fake).unwrap();
+    write_exe(
+        &fake.join("ln"),
+        b"#!/bin/sh\necho 'ln: Operation not permitted' >&2\nexit 1\n",
+    );
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+    let run = || {
+        let out = Command::new("bash")
+            .arg(script())
+            .args([
+                "--from",
+                from.to_str().unwrap(),
+                "--prefix",
+                bin.to_str().unwrap(),
+            ])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let first = run();
+    assert!(
+        first.contains("no hard link possible here, copying"),
+        "{first}"
+    );
+    let multi = std::fs::read(bin.join("cni-plugins")).unwrap();
+    for n in plugins() {
+        assert_eq!(std::fs::read(bin.join(n)).unwrap(), multi, "{n}");
+    }
+    let before = snapshot(&bin);
+    let again = run();
+    assert!(again.contains("done: 0 of 12 names written"), "{again}");
+    assert_eq!(snapshot(&bin), before, "a re-install rewrote the copies");
+    assert!(
+        !std::fs::read_dir(&bin)
+            .unwrap()
+            .any(|e| { e.unwrap().file_name().to_string_lossy().contains(".tmp-") })
+    );
+}
