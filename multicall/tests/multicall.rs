@@ -268,3 +268,132 @@ fn unknown_names_fail_with_a_cni_error_and_odd_argv0_uses_the_file_name() {
         .unwrap();
     assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI tuning plugin"));
 }
+
+/// Install, in the child about to exec, a seccomp filter that makes
+/// `close_range` fail with ENOSYS, as on kernels before 5.9 (where the
+/// static release binary runs too). Syscall 436 on every architecture.
+fn refuse_close_range() -> std::io::Result<()> {
+    use nix::libc;
+    let filter = [
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: 436,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | libc::ENOSYS as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: plain prctl calls with a filter that outlives them.
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &raw const prog,
+            ) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without `close_range`, bridge ADD and DEL with nftables masquerade
+/// (whose netfilter socket a child releases) and ptp DEL (whose veth a
+/// child deletes) finish and close their stdout: the children close every
+/// other descriptor another way (before, they kept the plugin's stdout and
+/// the runtime's read never ended).
+#[test]
+fn without_close_range_plugins_still_finish() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    testsupport::require_root();
+    let (_bins, paths) = linked(&["bridge", "ptp"]);
+    let host = PluginHost::new("mcold", &paths[0], &[]);
+    std::os::unix::fs::symlink(multi(), host.path.join("host-local")).unwrap();
+    let bridge = host.conf(
+        "bridge",
+        "1.0.0",
+        &["10.240.15.0/24"],
+        json!({"bridge": testsupport::unique_name("cnirsold"), "isGateway": true,
+               "ipMasq": true, "ipMasqBackend": "nftables"}),
+    );
+    let mut ptp = host.conf("ptp", "1.0.0", &["10.240.16.0/24"], json!({}));
+    ptp["name"] = json!(format!("{}p", host.net));
+    let c = TestNetns::new("mcold1");
+    let call = |bin: &Path, cmd: &str, conf: &serde_json::Value, ifname: &str| {
+        let mut child = std::process::Command::new("ip");
+        child
+            .args(["netns", "exec", host.ns.name()])
+            .arg(bin)
+            .envs([
+                ("CNI_COMMAND", cmd),
+                ("CNI_CONTAINERID", "c1"),
+                ("CNI_NETNS", c.path()),
+                ("CNI_IFNAME", ifname),
+                ("CNI_PATH", host.path.to_str()),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: the closure makes only prctl calls.
+        unsafe { child.pre_exec(refuse_close_range) };
+        let mut child = child.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(conf.to_string().as_bytes())
+            .unwrap();
+        let pgid = child.id();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let killer = std::thread::spawn(move || {
+            let late = wait
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_err();
+            if late {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", "--", &format!("-{pgid}")])
+                    .status();
+            }
+            late
+        });
+        let out = child.wait_with_output().unwrap();
+        let _ = done.send(());
+        assert!(
+            !killer.join().unwrap(),
+            "{cmd} {}: stdout still open after 10 s",
+            bin.display()
+        );
+        assert!(out.status.success(), "{cmd}: {out:?}");
+    };
+    call(&paths[0], "ADD", &bridge, "eth0");
+    call(&paths[1], "ADD", &ptp, "eth1");
+    call(&paths[1], "DEL", &ptp, "eth1");
+    call(&paths[0], "DEL", &bridge, "eth0");
+    assert!(!has_link(&c, "eth0") && !has_link(&c, "eth1"));
+}
