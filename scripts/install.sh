@@ -194,6 +194,10 @@ if [ "$dry" -eq 0 ]; then
     done | sort -k2 >"$tmp"
     mv -f "$tmp" "$manifest"
 fi
+if [ "$dry" -eq 1 ]; then
+    say "dry run: $changed of $((${#files[@]} + ${#linked[@]})) names would be written to $dest; nothing changed"
+    exit 0
+fi
 say "done: $changed of $((${#files[@]} + ${#linked[@]})) names written to $dest"
 [ -d "$backup" ] && say "previous binaries kept in $backup"
 exit 0
