@@ -122,7 +122,10 @@ fn fresh_install_reinstall_dry_run_and_new_build() {
         "--dry-run",
     ]);
     assert!(dry.contains("updating our previous build"), "{dry}");
-    assert!(dry.contains("dry run: 10 of 12 names would be written"), "{dry}");
+    assert!(
+        dry.contains("dry run: 10 of 12 names would be written"),
+        "{dry}"
+    );
     assert_eq!(snapshot(&bin), first, "--dry-run changed files");
 
     // A plugin running during the upgrade keeps its file (no "text file
