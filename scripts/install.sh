@@ -4,7 +4,7 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--force] [--no-build] [--dry-run]
+usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--force] [--no-build | --from DIR] [--dry-run]
 
 Builds the release binaries (statically linked on glibc hosts) and installs
 them into $DESTDIR$PREFIX, by default /opt/cni/bin: the multi-call binary
@@ -28,6 +28,7 @@ SHA-256 of each installed file), which the script keeps in the directory.
   --destdir DIR  staging root prepended to the prefix (default: $DESTDIR)
   --force        replace other suites' binaries without a backup
   --no-build     install the last release build as it is
+  --from DIR     install the binaries in DIR (a build made elsewhere), no build
   --dry-run      say what would be done, change nothing
   -h, --help     this text
 EOF
@@ -41,7 +42,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib.sh"
 prefix=${PREFIX:-/opt/cni/bin}
 destdir=${DESTDIR:-}
-force=0 build=1 dry=0
+force=0 build=1 dry=0 from=
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift ;;
@@ -50,6 +51,8 @@ while [ $# -gt 0 ]; do
         --destdir=*) destdir=${1#*=} ;;
         --force) force=1 ;;
         --no-build) build=0 ;;
+        --from) [ $# -ge 2 ] || die "--from needs a directory"; from=$2; build=0; shift ;;
+        --from=*) from=${1#*=}; build=0 ;;
         --dry-run) dry=1 ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
@@ -84,19 +87,29 @@ if [ "$build" -eq 1 ]; then
     say "building release binaries: ${names[*]}"
     build_release "$repo" "$cargo" || die "release build failed"
 fi
-rel=$(release_dir "$repo")
-for n in "${names[@]}"; do
-    [ -x "$rel/$n" ] || die "$rel/$n is missing; run without --no-build"
-done
+rel=${from:-$(release_dir "$repo")}
+missing() { die "$rel/$1 is missing$([ -n "$from" ] || echo "; run without --no-build")"; }
 # The plugins in the multi-call binary are links to it, not files of their
 # own; it is installed first, so that the links can point at it.
 multi=cni-plugins
-mapfile -t linked < <("$rel/$multi" --list)
-[ ${#linked[@]} -gt 0 ] || die "$rel/$multi --list printed no plugin names"
+[ -x "$rel/$multi" ] || missing "$multi"
+# Its plugin names, from the binary; a binary that cannot run here (a cross
+# build for another architecture, staged with --destdir) has the names of
+# the plugins! table in multicall/src/lib.rs that it was built from.
+if out=$("$rel/$multi" --list 2>/dev/null); then
+    mapfile -t linked <<<"$out"
+else
+    say "$rel/$multi does not run here (another architecture?): plugin names from multicall/src/lib.rs"
+    mapfile -t linked < <(sed -n 's/^ *"\([a-z0-9-]*\)" => .*, \(true\|false\);$/\1/p' "$repo/multicall/src/lib.rs")
+fi
+[ ${#linked[@]} -gt 0 ] && [ -n "${linked[0]}" ] || die "no plugin names: $rel/$multi --list printed none"
 is_linked() { local l; for l in "${linked[@]}"; do [ "$l" = "$1" ] && return 0; done; return 1; }
 files=("$multi")
 for n in "${names[@]}"; do
     [ "$n" = "$multi" ] || is_linked "$n" || files+=("$n")
+done
+for n in "${files[@]}"; do
+    [ -x "$rel/$n" ] || missing "$n"
 done
 
 say "installing into $dest"
@@ -124,7 +137,7 @@ must_write() {
     new_manifest[$n]=$sum
     [ -e "$target" ] || [ -L "$target" ] || { say "$n: installing"; return 0; }
     have=$(sha256sum "$target" 2>/dev/null | cut -d' ' -f1 || true)
-    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ]; }; then
+    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ] || ! can_link; }; then
         say "$n: up to date"
         return 1
     elif [ "$have" = "$sum" ] || { [ -n "$have" ] && [ "${ours[$n]:-}" = "$have" ]; }; then
@@ -136,6 +149,20 @@ must_write() {
         run mkdir -p "$backup"
         run cp -a "$target" "$backup/$n"
     fi
+}
+# Whether this directory can hold hard links (tried once, on the installed
+# multi-call binary); where it cannot, a copy of the same content is as
+# good as a link and is left alone.
+links_work=
+can_link() {
+    if [ -z "$links_work" ]; then
+        links_work=1
+        if [ "$dry" -eq 0 ] && [ -e "$dest/$multi" ]; then
+            ln "$dest/$multi" "$dest/.link-probe.tmp-$$" 2>/dev/null || links_work=0
+            rm -f "$dest/.link-probe.tmp-$$"
+        fi
+    fi
+    [ "$links_work" = 1 ]
 }
 for n in "${files[@]}"; do
     src="$rel/$n"
@@ -166,6 +193,10 @@ if [ "$dry" -eq 0 ]; then
         printf '%s %s\n' "${new_manifest[$name]}" "$name"
     done | sort -k2 >"$tmp"
     mv -f "$tmp" "$manifest"
+fi
+if [ "$dry" -eq 1 ]; then
+    say "dry run: $changed of $((${#files[@]} + ${#linked[@]})) names would be written to $dest; nothing changed"
+    exit 0
 fi
 say "done: $changed of $((${#files[@]} + ${#linked[@]})) names written to $dest"
 [ -d "$backup" ] && say "previous binaries kept in $backup"

@@ -21,12 +21,20 @@ find_cargo() {
     return 1
 }
 
-# The directory release binaries are built into (see build_release).
+# The directory release binaries are built into (see build_release):
 # target/<host>/release when build_release made it, else target/release.
+# The host is cargo's when cargo is found; without it, the first
+# target/*-linux-*/release whose cni-plugins runs here (a tree that also
+# holds a cross build for another architecture must not install that one).
 release_dir() {
-    local repo=$1 d
+    local repo=$1 d host cargo
+    if cargo=$(find_cargo 2>/dev/null); then
+        host=$("$cargo" -vV 2>/dev/null | sed -n 's/^host: //p')
+        d="$repo/target/$host/release"
+        [ -n "$host" ] && [ -x "$d/cni-plugins" ] && { echo "$d"; return; }
+    fi
     for d in "$repo"/target/*-linux-*/release; do
-        [ -x "$d/cni-plugins" ] && { echo "$d"; return; }
+        [ -x "$d/cni-plugins" ] && "$d/cni-plugins" --list >/dev/null 2>&1 && { echo "$d"; return; }
     done
     echo "$repo/target/release"
 }

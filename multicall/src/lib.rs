@@ -61,13 +61,19 @@ pub fn name_of(argv0: &str) -> &str {
     argv0.rsplit('/').next().unwrap_or(argv0)
 }
 
-/// Run as `argv0` names us; the exit code. Under another name (the file
-/// `cni-plugins` itself), `--list` prints the plugin names, anything else
-/// explains on stderr.
+/// Run as `argv0` names us; the exit code. When `argv0` names no plugin
+/// (a caller that chose its own `argv[0]`, or none), the name of the file
+/// exec'd decides (`/proc/self/exe`: the hard link's own name, a symlink's
+/// target). Under another name (the file `cni-plugins` itself), `--list`
+/// prints the plugin names; anything else is explained: as a CNI error on
+/// stdout when called as a plugin (`CNI_COMMAND` set), on stderr otherwise.
 pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
-    let name = name_of(argv0);
-    let Some(entry) = entry(name) else {
-        return own_name(name, arg1);
+    let found = entry(name_of(argv0)).or_else(|| {
+        let exe = std::fs::read_link("/proc/self/exe").ok()?;
+        entry(name_of(exe.to_str()?))
+    });
+    let Some(entry) = found else {
+        return own_name(name_of(argv0), arg1);
     };
     skel::invoke::in_process(ipam_entry);
     let stdin = std::io::stdin();
@@ -75,7 +81,10 @@ pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
         &|k| std::env::var(k).ok(),
         &mut stdin.lock() as &mut dyn Read,
         &mut std::io::stdout().lock() as &mut dyn Write,
-        &mut std::io::stderr().lock(),
+        // Not locked for the whole run: an IPAM plugin run in-process on
+        // another thread writes to the same stderr (eprintln!) while this
+        // thread waits for it.
+        &mut std::io::stderr(),
     )
 }
 
@@ -84,10 +93,20 @@ fn own_name(name: &str, arg1: Option<&str>) -> i32 {
         println!("{}", NAMES.join("\n"));
         return 0;
     }
-    eprintln!(
-        "{name}: a multi-call CNI plugin binary; install it under a plugin's name (or link it there): {}\n\
-         `{name} --list` prints the names",
+    let what = format!(
+        "{name:?} is not a plugin name: this is the multi-call CNI plugin binary, \
+         which runs the plugin its file is named after ({})",
         NAMES.join(", ")
     );
+    if std::env::var_os("CNI_COMMAND").is_some() {
+        // A runtime parses stdout: give it an error it can report.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(skel::Error::internal(what).to_json().as_bytes());
+        let _ = out.flush();
+    } else {
+        eprintln!(
+            "{what}; install it under a plugin's name (or link it there); `--list` prints the names"
+        );
+    }
     1
 }

@@ -149,3 +149,251 @@ fn ptp_with_static_in_process_adds_checks_and_deletes() {
     host.del(&conf, "c1", c.path());
     c.delete();
 }
+
+/// Run the multi-call binary as `bin` with `env` and `stdin`, killed after
+/// ten seconds (a hang fails the test instead of blocking it).
+fn run_bounded(bin: &Path, env: &[(&str, &str)], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(bin)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let pid = child.id();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        if wait
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .is_err()
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    killer.join().unwrap();
+    out
+}
+
+/// The in-process IPAM plugin writes to stderr while the calling plugin
+/// runs: host-local's GC without valid attachments says so on stderr, and
+/// the call returns (the caller held the process's stderr lock for the
+/// whole call, so the delegate's first message blocked forever). Without
+/// valid attachments bridge's GC touches no firewall rule.
+#[test]
+fn in_process_ipam_writing_to_stderr_does_not_hang_its_caller() {
+    let (dir, paths) = linked(&["bridge", "host-local"]);
+    let data = dir.join("data");
+    let conf = json!({"cniVersion": "1.1.0", "name": "cnirsmcgc", "type": "bridge",
+        "bridge": "cnirsmcgc0",
+        "ipam": {"type": "host-local", "dataDir": data.to_str(),
+                 "ranges": [[{"subnet": "10.240.14.0/24"}]]}});
+    let env = [("CNI_COMMAND", "GC"), ("CNI_PATH", dir.to_str())];
+    let out = run_bounded(&paths[0], &env, &conf.to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("bridge: GC of network cnirsmcgc without"));
+    assert!(stderr.contains("host-local: GC of network cnirsmcgc without"));
+}
+
+/// Under a name that is no plugin's (a renamed link, a name with a suffix
+/// or a trailing space), a runtime's call fails with a CNI error on stdout
+/// naming the name; a person running it gets the explanation on stderr.
+/// A caller that sets its own `argv[0]` (or none) gets the plugin the
+/// exec'd file is named after.
+#[test]
+fn unknown_names_fail_with_a_cni_error_and_odd_argv0_uses_the_file_name() {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("names");
+    for name in ["bridge.old", "bridge-v2", "bridge ", "loopback"] {
+        std::fs::hard_link(multi(), dir.join(name)).unwrap();
+    }
+    for name in ["bridge.old", "bridge-v2", "bridge "] {
+        let out = std::process::Command::new(dir.join(name))
+            .env("CNI_COMMAND", "ADD")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(err["code"], 999);
+        let msg = err["msg"].as_str().unwrap();
+        assert!(
+            msg.starts_with(&format!("{name:?} is not a plugin name: ")),
+            "{msg}"
+        );
+        assert!(msg.contains("bridge, ptp"), "{msg}");
+        let person = std::process::Command::new(dir.join(name))
+            .env_remove("CNI_COMMAND")
+            .output()
+            .unwrap();
+        assert_eq!(person.status.code(), Some(1));
+        assert!(person.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&person.stderr).contains("is not a plugin name"));
+    }
+    // argv[0] chosen by the caller: the file's own name decides.
+    for argv0 in ["", "weird", "/x/y/cni"] {
+        let out = std::process::Command::new(dir.join("loopback"))
+            .arg0(argv0)
+            .env("CNI_COMMAND", "VERSION")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "argv0 {argv0:?}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    }
+    // A symlink under another name to a link named after a plugin: exec
+    // follows it, so the file run is that plugin's name.
+    std::os::unix::fs::symlink(dir.join("loopback"), dir.join("my-lo")).unwrap();
+    let out = std::process::Command::new(dir.join("my-lo"))
+        .env("CNI_COMMAND", "VERSION")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // argv[0] naming a plugin wins over the file's name.
+    let about = std::process::Command::new(dir.join("loopback"))
+        .arg0("tuning")
+        .env_remove("CNI_COMMAND")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI tuning plugin"));
+}
+
+/// Install, in the child about to exec, a seccomp filter that makes
+/// `close_range` fail with ENOSYS, as on kernels before 5.9 (where the
+/// static release binary runs too). Syscall 436 on every architecture.
+fn refuse_close_range() -> std::io::Result<()> {
+    use nix::libc;
+    let filter = [
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: 436,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | libc::ENOSYS as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: plain prctl calls with a filter that outlives them.
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &raw const prog,
+            ) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without `close_range`, bridge ADD and DEL with nftables masquerade
+/// (whose netfilter socket a child releases) and ptp DEL (whose veth a
+/// child deletes) finish and close their stdout: the children close every
+/// other descriptor another way (before, they kept the plugin's stdout and
+/// the runtime's read never ended).
+#[test]
+fn without_close_range_plugins_still_finish() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    testsupport::require_root();
+    let (_bins, paths) = linked(&["bridge", "ptp"]);
+    let host = PluginHost::new("mcold", &paths[0], &[]);
+    std::os::unix::fs::symlink(multi(), host.path.join("host-local")).unwrap();
+    let bridge = host.conf(
+        "bridge",
+        "1.0.0",
+        &["10.240.15.0/24"],
+        json!({"bridge": testsupport::unique_name("cnirsold"), "isGateway": true,
+               "ipMasq": true, "ipMasqBackend": "nftables"}),
+    );
+    let mut ptp = host.conf("ptp", "1.0.0", &["10.240.16.0/24"], json!({}));
+    ptp["name"] = json!(format!("{}p", host.net));
+    let c = TestNetns::new("mcold1");
+    let call = |bin: &Path, cmd: &str, conf: &serde_json::Value, ifname: &str| {
+        let mut child = std::process::Command::new("ip");
+        child
+            .args(["netns", "exec", host.ns.name()])
+            .arg(bin)
+            .envs([
+                ("CNI_COMMAND", cmd),
+                ("CNI_CONTAINERID", "c1"),
+                ("CNI_NETNS", c.path()),
+                ("CNI_IFNAME", ifname),
+                ("CNI_PATH", host.path.to_str()),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: the closure makes only prctl calls.
+        unsafe { child.pre_exec(refuse_close_range) };
+        let mut child = child.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(conf.to_string().as_bytes())
+            .unwrap();
+        let pgid = child.id();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let killer = std::thread::spawn(move || {
+            let late = wait
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_err();
+            if late {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", "--", &format!("-{pgid}")])
+                    .status();
+            }
+            late
+        });
+        let out = child.wait_with_output().unwrap();
+        let _ = done.send(());
+        assert!(
+            !killer.join().unwrap(),
+            "{cmd} {}: stdout still open after 10 s",
+            bin.display()
+        );
+        assert!(out.status.success(), "{cmd}: {out:?}");
+    };
+    call(&paths[0], "ADD", &bridge, "eth0");
+    call(&paths[1], "ADD", &ptp, "eth1");
+    call(&paths[1], "DEL", &ptp, "eth1");
+    call(&paths[0], "DEL", &bridge, "eth0");
+    assert!(!has_link(&c, "eth0") && !has_link(&c, "eth1"));
+}

@@ -28,6 +28,7 @@
 pub mod addr;
 pub mod batch;
 pub mod bridge_port;
+mod child_fds;
 pub mod conntrack;
 #[cfg(test)]
 mod crosscheck;

@@ -265,16 +265,9 @@ pub(crate) struct Refusal {
 /// Call only in a freshly forked child: every other descriptor is closed.
 unsafe fn hold_until_closed(keep: i32, gate: i32) -> ! {
     use nix::libc;
-    let (lo, hi) = (keep.min(gate) as u32, keep.max(gate) as u32);
     // SAFETY: see the function's contract.
     unsafe {
-        if lo > 0 {
-            libc::close_range(0, lo - 1, 0);
-        }
-        if hi > lo + 1 {
-            libc::close_range(lo + 1, hi - 1, 0);
-        }
-        libc::close_range(hi + 1, u32::MAX, 0);
+        crate::child_fds::close_all_but(&[keep, gate]);
         let mut b = 0u8;
         while libc::read(gate, (&raw mut b).cast(), 1) < 0 {}
         // Wait out a grace period before closing (MEMBARRIER_CMD_GLOBAL is
@@ -299,10 +292,7 @@ unsafe fn request_and_exit(sock: i32, msg: &[u8]) -> ! {
     // SAFETY: see the function's contract; only async-signal-safe calls
     // on a stack buffer.
     unsafe {
-        if sock > 0 {
-            libc::close_range(0, sock as u32 - 1, 0);
-        }
-        libc::close_range(sock as u32 + 1, u32::MAX, 0);
+        crate::child_fds::close_all_but(&[sock]);
         while libc::send(sock, msg.as_ptr().cast(), msg.len(), 0) < 0 {
             if *libc::__errno_location() != libc::EINTR {
                 libc::_exit(255);

@@ -362,6 +362,13 @@ mod tests {
         // Same name, another file: exec'd as the spec says.
         let out = exec("fake-ipam", "CHECK", other.to_str().unwrap(), b"x\n").unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "exec'd CHECK\n");
+        // CNI_PATH's first file of the name wins: another file before this
+        // executable is exec'd, this executable before another runs here.
+        let (o, s) = (other.to_str().unwrap(), same.to_str().unwrap());
+        let out = exec("fake-ipam", "ADD", &format!("{o}:{s}"), b"x\n").unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "exec'd ADD\n");
+        let out = exec("fake-ipam", "ADD", &format!("/nonexistent:{s}:{o}"), b"y").unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "in-process ADD y true");
         // A name the executable does not run in-process is exec'd too.
         std::fs::hard_link(&script, same.join("sh-ipam")).unwrap();
         let out = exec("sh-ipam", "ADD", same.to_str().unwrap(), b"x\n").unwrap();

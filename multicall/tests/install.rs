@@ -1,0 +1,394 @@
+//! `scripts/install.sh` as a packager or an operator runs it, on builds
+//! given with `--from` (the built multi-call binary, stand-ins for the
+//! other binaries): a fresh install is one file and a hard link per plugin
+//! name, a re-install writes nothing, `--dry-run` changes nothing, an
+//! install over the previous layout (one file per plugin, ours by the
+//! manifest) replaces those files by links without a backup, another
+//! suite's files are backed up (not with `--force`), and a plugin running
+//! meanwhile is unaffected.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use testsupport::TempDir;
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install.sh")
+}
+
+/// A build directory: the multi-call binary (with `extra` appended, a
+/// "new build") and shell stand-ins for the workspace's other binaries.
+fn build(dir: &Path, extra: &[u8]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut multi = std::fs::read(env!("CARGO_BIN_EXE_cni-plugins")).unwrap();
+    multi.extend_from_slice(extra);
+    write_exe(&dir.join("cni-plugins"), &multi);
+    for n in ["noop", "cnitool"] {
+        write_exe(&dir.join(n), format!("#!/bin/sh\necho {n}\n").as_bytes());
+    }
+}
+
+fn write_exe(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, bytes).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Run install.sh with `args`; its stdout (it must succeed).
+fn install(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(script())
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "install.sh {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn plugins() -> &'static [&'static str] {
+    cni_plugins::NAMES
+}
+
+/// Each name's inode and a hash of its content (the manifest by content
+/// only: it is rewritten each run).
+fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
+    use std::hash::{Hash, Hasher};
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            if p.is_file() {
+                std::fs::read(&p).unwrap().hash(&mut h);
+            }
+            let ino = match name.as_str() {
+                ".cni-rs-manifest" => 0,
+                _ => std::fs::symlink_metadata(&p).unwrap().ino(),
+            };
+            (name, ino, h.finish())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn assert_linked(bin: &Path) {
+    let multi = std::fs::metadata(bin.join("cni-plugins")).unwrap();
+    for n in plugins() {
+        let m = std::fs::symlink_metadata(bin.join(n)).unwrap();
+        assert_eq!(
+            (m.dev(), m.ino()),
+            (multi.dev(), multi.ino()),
+            "{n} is not a link"
+        );
+    }
+    assert_eq!(multi.nlink() as usize, plugins().len() + 1);
+    let manifest = std::fs::read_to_string(bin.join(".cni-rs-manifest")).unwrap();
+    for n in plugins().iter().chain(&["cni-plugins", "noop", "cnitool"]) {
+        assert!(
+            manifest.lines().any(|l| l.ends_with(&format!(" {n}"))),
+            "{n} missing from the manifest:\n{manifest}"
+        );
+    }
+}
+
+#[test]
+fn fresh_install_reinstall_dry_run_and_new_build() {
+    let tmp = TempDir::new("install");
+    let (old, new, bin) = (tmp.join("old"), tmp.join("new"), tmp.join("bin"));
+    build(&old, b"");
+    build(&new, b"\n# new build\n");
+    let bin_s = bin.to_str().unwrap();
+    install(&["--from", old.to_str().unwrap(), "--prefix", bin_s]);
+    assert_linked(&bin);
+    let first = snapshot(&bin);
+
+    let again = install(&["--from", old.to_str().unwrap(), "--prefix", bin_s]);
+    assert!(again.contains("done: 0 of 12 names written"), "{again}");
+    assert_eq!(snapshot(&bin), first, "a re-install changed files");
+
+    let dry = install(&[
+        "--from",
+        new.to_str().unwrap(),
+        "--prefix",
+        bin_s,
+        "--dry-run",
+    ]);
+    assert!(dry.contains("updating our previous build"), "{dry}");
+    assert!(
+        dry.contains("dry run: 10 of 12 names would be written"),
+        "{dry}"
+    );
+    assert_eq!(snapshot(&bin), first, "--dry-run changed files");
+
+    // A plugin running during the upgrade keeps its file (no "text file
+    // busy") and finishes; afterwards the names are the new build.
+    let mut running = Command::new(bin.join("loopback"))
+        .env("CNI_COMMAND", "VERSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    install(&["--from", new.to_str().unwrap(), "--prefix", bin_s]);
+    drop(running.stdin.take());
+    let out = running.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    assert_linked(&bin);
+    let now = std::fs::read(bin.join("bridge")).unwrap();
+    assert!(now.ends_with(b"# new build\n"));
+    assert!(
+        !std::fs::read_dir(&bin).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".backup")),
+        "our own files were backed up"
+    );
+}
+
+/// The previous layout (a file per plugin, listed in the manifest) is
+/// replaced by links without a backup; another suite's files (a file, a
+/// symlink) are backed up first, or replaced outright with `--force`.
+#[test]
+fn upgrade_over_the_previous_layout_and_another_suite() {
+    let tmp = TempDir::new("install-up");
+    let (from, bin) = (tmp.join("from"), tmp.join("bin"));
+    build(&from, b"");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mut manifest = String::new();
+    for n in ["bridge", "ptp", "host-local"] {
+        let body = format!("#!/bin/sh\necho old {n}\n");
+        write_exe(&bin.join(n), body.as_bytes());
+        let sum = Command::new("sha256sum").arg(bin.join(n)).output().unwrap();
+        let sum = String::from_utf8_lossy(&sum.stdout);
+        manifest += &format!("{} {n}\n", sum.split(' ').next().unwrap());
+    }
+    std::fs::write(bin.join(".cni-rs-manifest"), manifest).unwrap();
+    write_exe(&bin.join("portmap"), b"#!/bin/sh\necho the reference\n");
+    std::os::unix::fs::symlink("/bin/true", bin.join("tuning")).unwrap();
+
+    let out = install(&[
+        "--from",
+        from.to_str().unwrap(),
+        "--prefix",
+        bin.to_str().unwrap(),
+    ]);
+    assert_linked(&bin);
+    let backups: Vec<PathBuf> = std::fs::read_dir(&bin)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".backup-")
+        })
+        .collect();
+    assert_eq!(backups.len(), 1, "{out}");
+    let mut kept: Vec<String> = std::fs::read_dir(&backups[0])
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    assert_eq!(kept, ["portmap", "tuning"], "{out}");
+    assert_eq!(
+        std::fs::read_to_string(backups[0].join("portmap")).unwrap(),
+        "#!/bin/sh\necho the reference\n"
+    );
+    assert_eq!(
+        std::fs::read_link(backups[0].join("tuning")).unwrap(),
+        Path::new("/bin/true")
+    );
+
+    // --force: no backup of another suite's file.
+    let forced = tmp.join("forced");
+    std::fs::create_dir_all(&forced).unwrap();
+    write_exe(&forced.join("bridge"), b"#!/bin/sh\necho the reference\n");
+    install(&[
+        "--from",
+        from.to_str().unwrap(),
+        "--prefix",
+        forced.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_linked(&forced);
+    assert_eq!(
+        std::fs::read_dir(&forced).unwrap().count(),
+        plugins().len() + 4
+    );
+}
+
+/// `--destdir` on a tmpfs (another filesystem than the build's).
+#[test]
+fn destdir_on_another_filesystem() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("no /dev/shm: skipped");
+        return;
+    }
+    let tmp = TempDir::new("install-fs");
+    let from = tmp.join("from");
+    build(&from, b"");
+    let root = shm.join(format!("cnirs-install-{}", std::process::id()));
+    let out = Command::new("bash")
+        .arg(script())
+        .args(["--from", from.to_str().unwrap(), "--prefix", "/opt/cni/bin"])
+        .env("DESTDIR", &root)
+        .output()
+        .unwrap();
+    let ok = out.status.success();
+    let bin = root.join("opt/cni/bin");
+    let linked = std::panic::catch_unwind(|| assert_linked(&bin));
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(ok, "{}", String::from_utf8_lossy(&out.stderr));
+    linked.unwrap();
+}
+
+/// The release directory install.sh takes (scripts/lib.sh `release_dir`)
+/// is the host's, not another architecture's build in the same tree
+/// (`target/aarch64-…` sorts before `target/x86_64-…`), with cargo on
+/// PATH or without it.
+#[test]
+fn release_dir_is_the_hosts_not_a_cross_build() {
+    let repo = TempDir::new("reldir");
+    let host = String::from_utf8(
+        Command::new(env!("CARGO"))
+            .arg("-vV")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .lines()
+    .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+    .unwrap();
+    let mine = repo.join(&format!("target/{host}/release"));
+    let cross = repo.join("target/aarch64-aaa-linux-gnu/release");
+    for d in [&mine, &cross] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    build(&mine, b"");
+    // Not runnable here, as another architecture's binary.
+    write_exe(
+        &cross.join("cni-plugins"),
+        b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xb7\0",
+    );
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib.sh");
+    let cargo_dir = Path::new(env!("CARGO")).parent().unwrap().to_path_buf();
+    for path in [
+        format!("{}:/usr/bin:/bin", cargo_dir.display()),
+        "/usr/bin:/bin".to_string(),
+    ] {
+        let out = Command::new("bash")
+            .args(["-c", ". \"$0\"; release_dir \"$1\""])
+            .arg(&lib)
+            .arg(repo.path())
+            .env("PATH", &path)
+            .env("HOME", repo.path())
+            .env_remove("CARGO_HOME")
+            .env_remove("SUDO_USER")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            mine.to_str().unwrap(),
+            "PATH={path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A packager's cross build for another architecture (a binary that cannot
+/// run here), staged with `--destdir`: the plugin names come from the
+/// source table, and each is a link to the installed binary.
+#[test]
+fn cross_build_staged_into_destdir() {
+    let tmp = TempDir::new("install-cross");
+    let from = tmp.join("from");
+    build(&from, b"");
+    let foreign = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xb7\0 aarch64 stand-in";
+    write_exe(&from.join("cni-plugins"), foreign);
+    let root = tmp.join("root");
+    let out = Command::new("bash")
+        .arg(script())
+        .args([
+            "--from",
+            from.to_str().unwrap(),
+            "--destdir",
+            root.to_str().unwrap(),
+        ])
+        .args(["--prefix", "/usr/lib/cni"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = root.join("usr/lib/cni");
+    assert_linked(&bin);
+    assert_eq!(std::fs::read(bin.join("host-local")).unwrap(), foreign);
+}
+
+/// A directory that cannot hold hard links (here: an `ln` that always
+/// fails, as on a filesystem without them) gets a copy per plugin name,
+/// and a re-install leaves those copies alone.
+#[test]
+fn without_hard_links_copies_and_a_reinstall_writes_nothing() {
+    let tmp = TempDir::new("install-nolink");
+    let (from, bin, fake) = (tmp.join("from"), tmp.join("bin"), tmp.join("fake"));
+    build(&from, b"");
+    std::fs::create_dir_all(&fake).unwrap();
+    write_exe(
+        &fake.join("ln"),
+        b"#!/bin/sh\necho 'ln: Operation not permitted' >&2\nexit 1\n",
+    );
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+    let run = || {
+        let out = Command::new("bash")
+            .arg(script())
+            .args([
+                "--from",
+                from.to_str().unwrap(),
+                "--prefix",
+                bin.to_str().unwrap(),
+            ])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let first = run();
+    assert!(
+        first.contains("no hard link possible here, copying"),
+        "{first}"
+    );
+    let multi = std::fs::read(bin.join("cni-plugins")).unwrap();
+    for n in plugins() {
+        assert_eq!(std::fs::read(bin.join(n)).unwrap(), multi, "{n}");
+    }
+    let before = snapshot(&bin);
+    let again = run();
+    assert!(again.contains("done: 0 of 12 names written"), "{again}");
+    assert_eq!(snapshot(&bin), before, "a re-install rewrote the copies");
+    assert!(
+        !std::fs::read_dir(&bin)
+            .unwrap()
+            .any(|e| { e.unwrap().file_name().to_string_lossy().contains(".tmp-") })
+    );
+}
