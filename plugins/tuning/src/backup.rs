@@ -171,11 +171,12 @@ impl Backup {
     }
 
     /// Write `bytes` atomically (temporary file, then rename), mode 0600,
-    /// creating `dataDir` (0700) when needed, and record it for GC.
+    /// creating `dataDir` (0700) when needed, and record it for GC. The
+    /// temporary name is short and per process (one ADD per process): one
+    /// built from the backup's name failed with `file name too long` for
+    /// container IDs whose backup name the reference still writes.
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
-        let tmp = self
-            .dir
-            .join(format!(".{}.{}.tmp", self.file, std::process::id()));
+        let tmp = self.dir.join(format!(".tuning-{}.tmp", std::process::id()));
         let written = create(&tmp, true)
             .and_then(|mut f| f.write_all(bytes))
             .and_then(|()| fs::rename(&tmp, self.path()));
@@ -189,12 +190,18 @@ impl Backup {
             .map_err(|e| io("failed to record", &record, &e))
     }
 
-    /// Remove the backup and its record; absent is fine.
+    /// Remove the backup and its record; absent is fine, and so is a
+    /// `dataDir` that is not a directory (nothing can be in it: DEL failed
+    /// forever) or a directory in the backup's place (not a backup; left).
     pub fn remove(&self) -> Result<(), Error> {
         for path in [self.path(), self.record()] {
             match fs::remove_file(&path) {
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+                    ) => {}
                 Err(e) => return Err(io("failed to remove", &path, &e)),
             }
         }
