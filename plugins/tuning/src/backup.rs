@@ -85,9 +85,15 @@ pub fn file_name(container_id: &str, ifname: &str) -> String {
     format!("{container_id}_{ifname}.json")
 }
 
-/// Where the records of `network`'s backups live.
+/// Where the records of `network`'s backups live. A network name too
+/// long for a directory (255 bytes) is hashed: ADD failed with `file name
+/// too long` where the reference, which keeps no records, works.
 pub fn records_dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(".tuning").join(network)
+    let dir = match network.len() {
+        0..=255 => network.to_string(),
+        _ => format!("sha512-{}", skel::sha512::hex_prefix(network, 32)),
+    };
+    data_dir.join(".tuning").join(dir)
 }
 
 /// Open `path` for writing, mode 0600, creating its directory (0700) only
@@ -302,6 +308,22 @@ mod tests {
         assert_eq!(b.read(), Found::Absent);
         assert!(!records_dir(&data, "net1").join("c1_eth0.json").exists());
         b.remove().unwrap();
+
+        // A network name too long for a directory.
+        let long = "n".repeat(300);
+        let b = Backup::new(&data, "c1", "eth0", &long);
+        b.write(b"{}").unwrap();
+        let records = records_dir(&data, &long);
+        assert!(records.join("c1_eth0.json").exists());
+        assert_eq!(records, records_dir(&data, &long));
+        assert_ne!(records, records_dir(&data, &"n".repeat(301)));
+        b.remove().unwrap();
+        assert!(!records.join("c1_eth0.json").exists());
+
+        // dataDir a file: nothing to remove.
+        let file = dir.join("file");
+        fs::write(&file, "x").unwrap();
+        Backup::new(&file, "c1", "eth0", "net1").remove().unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -118,6 +118,34 @@ fn gc_removes_backups_of_attachments_no_longer_valid() {
     assert_eq!(files(&data), ["cidsgc1_eth0.json", "cidsgc2_eth0.json"]);
     gc(json!([])).ok();
     assert_eq!(files(&data), ["cidsgc2_eth0.json"]);
+    // A dataDir that is a file holds no records: GC succeeds (it failed
+    // forever with `not a directory`).
+    let mut conf = keep[0].conf("1.1.0", json!({"name": "gcnet"}));
+    conf["dataDir"] = json!(data.join("cidsgc2_eth0.json").to_str());
+    conf["cni.dev/valid-attachments"] = json!([]);
+    keep[0].call("GC", &conf).run(ours()).ok();
+}
+
+/// A network name too long for a directory: the records directory is
+/// hashed (ADD failed with `file name too long`; the reference keeps no
+/// records and works), and GC still finds the network's backups.
+#[test]
+fn long_network_names_work() {
+    let c = Container::new("slnet");
+    let before = c.link();
+    let name = "n".repeat(300);
+    let conf = c.conf("1.1.0", json!({"mtu": 1400, "name": name}));
+    c.run("ADD", &conf).ok();
+    assert_eq!(c.link().mtu, 1400);
+    c.run("DEL", &conf).ok();
+    assert_eq!(c.link(), before);
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+    c.run("ADD", &conf).ok();
+    let mut gc = conf.clone();
+    gc.as_object_mut().unwrap().remove("prevResult");
+    gc["cni.dev/valid-attachments"] = json!([]);
+    c.call("GC", &gc).run(ours()).ok();
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
 }
 
 /// A disallowed sysctl is refused, and nothing changes: not the allowed
