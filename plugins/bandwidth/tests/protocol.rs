@@ -207,13 +207,14 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
     ] {
         pod.call("ADD", &conf).ok();
         assert!(pod.has_link(&pod.ifb()));
+        // Without its namespace the container's veth is gone in real
+        // life, its qdiscs with it; here the test removes them. (A veth
+        // still redirecting to the IFB is another attachment's: kept.)
+        pod.clear_veth();
         del.run_in(pod.host.name(), bin()).ok();
         assert!(!pod.has_link(&pod.ifb()));
         // Again: nothing to do is success.
         del.run_in(pod.host.name(), bin()).ok();
-        // Without its namespace the container's veth is gone in real
-        // life, its qdiscs with it; here the test removes them.
-        pod.clear_veth();
     }
     // Limits the reference would refuse: the IFB and the redirect go, the
     // tbf (whose numbers are unknown) stays with the veth.
