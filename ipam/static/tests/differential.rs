@@ -90,6 +90,9 @@ struct Input {
     runtime_ips: Option<Vec<String>>,
     routes: bool,
     dns: bool,
+    /// Extra CNI_ARGS pairs: `IgnoreUnknown` spellings, unknown and
+    /// lower-case keys, repeated keys, pairs without `=`.
+    extra: Vec<&'static str>,
 }
 
 fn input() -> impl Strategy<Value = Input> {
@@ -109,9 +112,27 @@ fn input() -> impl Strategy<Value = Input> {
         list(),
         any::<bool>(),
         any::<bool>(),
+        prop::collection::vec(
+            prop::sample::select(
+                &[
+                    "IgnoreUnknown=1",
+                    "IgnoreUnknown=true",
+                    "IgnoreUnknown=0",
+                    "ignoreunknown=1",
+                    "K8S_POD_NAME=p",
+                    "ip=10.240.0.7/24",
+                    "IP=10.240.1.7/24",
+                    "GATEWAY=10.240.1.1",
+                    "IP",
+                    "IP=",
+                    "=x",
+                ][..],
+            ),
+            0..3,
+        ),
     )
         .prop_map(
-            |(version, conf, ip, gateway, args_ips, runtime_ips, routes, dns)| Input {
+            |(version, conf, ip, gateway, args_ips, runtime_ips, routes, dns, extra)| Input {
                 version,
                 conf,
                 ip,
@@ -120,6 +141,7 @@ fn input() -> impl Strategy<Value = Input> {
                 runtime_ips,
                 routes,
                 dns,
+                extra,
             },
         )
 }
@@ -155,7 +177,7 @@ impl Input {
     }
 
     fn cni_args(&self) -> String {
-        let mut parts = vec!["IgnoreUnknown=1".to_string()];
+        let mut parts: Vec<String> = self.extra.iter().map(|s| s.to_string()).collect();
         if let Some(ip) = &self.ip {
             parts.push(format!("IP={}", ip.join(",")));
         }
