@@ -281,3 +281,31 @@ fn long_container_ids_are_saved_as_the_reference_saves_them() {
     assert_eq!(c.link(), before);
     assert!(c.backup_text().is_none());
 }
+
+/// An allowlist with a line that is not UTF-8 (a Latin-1 comment) and
+/// CRLF line ends: the entries before it still allow their keys (reading
+/// the file as text failed every ADD); a key that reaches the line fails
+/// with Go's regexp error.
+#[test]
+fn allowlist_lines_of_any_bytes() {
+    let c = Container::new("salb");
+    let list = TempDir::new("allowlist");
+    let file = list.join("allowlist.conf");
+    std::fs::write(
+        &file,
+        b"^net\\.core\\.somaxconn$\r\n# caf\xe9\r\n^net\\.ipv4\\.x$\r\n",
+    )
+    .unwrap();
+    let run = |key: &str| {
+        let conf = c.conf("1.0.0", json!({"sysctl": {key: "1"}}));
+        c.call("ADD", &conf)
+            .env("CNI_RS_TUNING_ALLOWLIST", file.to_str().unwrap())
+            .run(ours())
+    };
+    run("net.core.somaxconn").ok();
+    assert_eq!(c.sysctl("net/core/somaxconn"), "1");
+    assert_eq!(
+        run("net.ipv4.conf.all.arp_notify").err(999)["msg"],
+        "error parsing regexp: invalid UTF-8: `\u{fffd}`"
+    );
+}
