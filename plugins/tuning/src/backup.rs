@@ -70,6 +70,19 @@ pub enum Found {
     /// Present but not a backup (unreadable or not JSON); why.
     Invalid(String),
     Saved(Saved),
+    /// Cut short (the reference writes in place, so a crash leaves a
+    /// prefix): the attributes on its complete lines.
+    Truncated(Saved),
+}
+
+/// The complete attributes of a file cut short. Both plugins write one
+/// attribute a line, each but the last ending in `,`: every line before
+/// the last `,\n` is whole, so the file up to there, closed, is a backup
+/// of those attributes. `None` when no such prefix parses.
+fn salvage(bytes: &[u8]) -> Option<Saved> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let end = text.rfind(",\n")?;
+    skel::gojson::unmarshal(format!("{}\n}}", &text[..end]).as_bytes()).ok()
 }
 
 /// The backup of one attachment.
@@ -171,7 +184,10 @@ impl Backup {
             None => Found::Absent,
             Some(bytes) => match skel::gojson::unmarshal::<Saved>(bytes) {
                 Ok(s) => Found::Saved(s),
-                Err(e) => Found::Invalid(format!("{}: {e}", self.path().display())),
+                Err(e) => match salvage(bytes) {
+                    Some(s) => Found::Truncated(s),
+                    None => Found::Invalid(format!("{}: {e}", self.path().display())),
+                },
             },
         }
     }
@@ -303,6 +319,28 @@ mod tests {
         assert_eq!(names.len(), 2, "{names:?}");
 
         fs::write(b.path(), "{").unwrap();
+        assert!(matches!(b.read(), Found::Invalid(_)));
+        // Cut short: the complete lines are read, the cut one is not.
+        fs::write(
+            b.path(),
+            "{\n \"mac\": \"02:00:00:00:00:01\",\n \"promisc\": true,\n \"mtu\": 15",
+        )
+        .unwrap();
+        let want = Saved {
+            mac: "02:00:00:00:00:01".into(),
+            promisc: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(b.read(), Found::Truncated(want));
+        fs::write(
+            b.path(),
+            "{\n \"mac\": \"02:00:00:00:00:01\",\n \"promisc\": tr",
+        )
+        .unwrap();
+        assert!(matches!(b.read(), Found::Truncated(s) if s.promisc.is_none()));
+        fs::write(b.path(), "{\n \"mac\": \"02:00:0").unwrap();
+        assert!(matches!(b.read(), Found::Invalid(_)));
+        fs::write(b.path(), "[1,\n2,\n").unwrap();
         assert!(matches!(b.read(), Found::Invalid(_)));
         b.put_back(None).unwrap();
         assert_eq!(b.read(), Found::Absent);

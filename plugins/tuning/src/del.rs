@@ -38,6 +38,13 @@ fn restore(ns: &File, ifname: &str, backup: &Backup) -> Result<(), Error> {
             return backup.remove();
         }
         Found::Saved(s) => s,
+        Found::Truncated(s) => {
+            eprintln!(
+                "tuning: {}: cut short; restoring what it holds",
+                backup.path().display()
+            );
+            s
+        }
     };
     let nl = Netlink::in_netns(ns)?;
     let Some(link) = nl.find_link(ifname)? else {

@@ -68,6 +68,34 @@ fn del_removes_an_invalid_backup() {
     assert_eq!(c.link(), before);
 }
 
+/// A backup cut short (the Go plugin writes in place): DEL restores the
+/// attributes on its complete lines, not the cut one, and removes it (it
+/// restored nothing before).
+#[test]
+fn del_restores_what_a_cut_backup_holds() {
+    let c = Container::new("scut");
+    let before = c.link();
+    let conf = c.conf(
+        "1.0.0",
+        json!({"mac": "02:00:00:00:00:31", "promisc": true, "mtu": 1400}),
+    );
+    c.run("ADD", &conf).ok();
+    let full = c.backup_text().unwrap();
+    let cut = &full[..full.find("\"mtu\"").unwrap() + "\"mtu\": 1".len()];
+    std::fs::write(c.backup(), cut).unwrap();
+    let r = c.run("DEL", &conf);
+    r.ok();
+    assert!(r.stderr.contains("cut short"), "{r:?}");
+    let after = c.link();
+    assert_eq!(
+        (&after.mac, after.promisc),
+        (&before.mac, before.promisc),
+        "{cut}"
+    );
+    assert_eq!(after.mtu, 1400);
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+}
+
 /// GC removes the backups of this network's attachments that are not in
 /// `cni.dev/valid-attachments`, and nothing of another network sharing
 /// the data directory.
