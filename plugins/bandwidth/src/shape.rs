@@ -94,8 +94,9 @@ impl<'a> Undo<'a> {
     /// that name already there is the attachment's own (the name is its
     /// hash) if it is an IFB that no other veth redirects to: another
     /// attachment of the same container to this network (multus, another
-    /// ifname) hashes to the same name, and sharing its IFB left it
-    /// redirecting to nothing when either was deleted.
+    /// ifname) hashes to the same name, as does network `ab` with
+    /// container `c` and network `a` with container `bc`; sharing its IFB
+    /// left it redirecting to nothing when either was deleted.
     pub fn ifb(&mut self, name: &str, mtu: u32, veth: &Link, cid: &str) -> Result<Link, Error> {
         let fail = failed("adding link");
         match self.nl.create_ifb(name, mtu) {
@@ -113,8 +114,9 @@ impl<'a> Undo<'a> {
                 }
                 if let Some(other) = redirected_from(self.nl, &link, Some(veth)).map_err(&fail)? {
                     return Err(Error::internal(format!(
-                        "adding link: {name} is the ifb device of another attachment of \
-                         container {cid}: its traffic from {} is redirected to it",
+                        "adding link: {name} is the ifb device of another attachment \
+                         (container {cid} again, or a network name and container ID that \
+                         join to the same text): traffic from {} is redirected to it",
                         other.name
                     )));
                 }
