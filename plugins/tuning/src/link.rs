@@ -71,8 +71,9 @@ pub struct Unrestored {
     /// Failures a later DEL may get past (the backup is kept for it).
     pub retry: Vec<String>,
     /// Values no DEL can ever restore: invalid in the file, or refused by
-    /// the kernel as invalid for the device. Keeping the backup for them
-    /// made DEL fail forever.
+    /// the kernel as invalid for the device (a multicast MAC, an MTU out
+    /// of range, an attribute the device cannot change). Keeping the
+    /// backup for them made DEL fail forever.
     pub never: Vec<String>,
 }
 
@@ -91,7 +92,14 @@ pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Unrestored {
     let mut note = |what: &str, r: Result<(), Error>| {
         if let Err(e) = r {
             let permanent = match &e {
-                Error::Net(n) => n.is(Errno::EINVAL) || n.is(Errno::ERANGE),
+                Error::Net(n) => [
+                    Errno::EINVAL,
+                    Errno::ERANGE,
+                    Errno::EADDRNOTAVAIL,
+                    Errno::EOPNOTSUPP,
+                ]
+                .into_iter()
+                .any(|errno| n.is(errno)),
                 _ => true,
             };
             let list = if permanent {

@@ -252,6 +252,7 @@ fn del_restores_what_it_can_and_drops_what_it_never_can() {
         "{\n \"mac\": \"zz\",\n \"mtu\": 1500\n}",
         "{\n \"mtu\": 1500,\n \"txQLen\": -1\n}",
         "{\n \"mtu\": 70000,\n \"allmulti\": false\n}",
+        "{\n \"mac\": \"01:00:5e:00:00:01\",\n \"mtu\": 1500\n}",
     ] {
         c.run("ADD", &add).ok();
         std::fs::write(c.backup(), bad).unwrap();
