@@ -43,6 +43,27 @@ fn del_without_the_namespace_forgets_the_backup() {
     c.call("DEL", &conf).netns("").run(ours()).ok();
 }
 
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind) reaches no link: DEL forgets the
+/// backup and succeeds, as the Go plugin's DEL does (it failed forever
+/// with `unknown FS magic`). ADD still refuses it.
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_forgets_the_backup() {
+    let c = Container::new("sfile");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    let file = c.data.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    c.call("ADD", &conf).netns(path).run(ours()).err(8);
+    c.call("DEL", &conf).netns(path).run(ours()).ok();
+    assert!(
+        c.data_files().iter().all(|f| f == "netns-file"),
+        "{:?}",
+        c.data_files()
+    );
+}
+
 #[test]
 fn del_when_the_link_is_gone_forgets_the_backup() {
     let c = Container::new("slink");
