@@ -170,7 +170,7 @@ fn bad_input_is_refused_with_the_same_messages() {
 /// Limits at the edges of the reference's float math (rates under a byte
 /// a second, bursts near 4 GB at a few bytes a second, rates of u64
 /// range): either both refuse with the same answer, or both make the
-/// same qdiscs and the Go plugin's CHECK passes on ours.
+/// same qdiscs and each one's CHECK passes on the other's.
 #[test]
 fn extreme_limits_end_as_the_references() {
     let ours = Pod::new("bwxo");
@@ -209,6 +209,9 @@ fn extreme_limits_end_as_the_references() {
                 );
             }
             ours.call_reference("CHECK", &ours.conf("1.0.0", keys.clone()))
+                .ok();
+            theirs
+                .call("CHECK", &theirs.conf("1.0.0", keys.clone()))
                 .ok();
         }
         ours.call("DEL", &ours.conf("1.0.0", keys.clone())).ok();
