@@ -77,6 +77,13 @@ pub trait Plugin {
     /// `CNI_NETNS` naming the plugin's own namespace before ADD and DEL.
     const USES_NETNS: bool = false;
 
+    /// Whether DEL takes a `CNI_NETNS` that exists but is no namespace (a
+    /// netns bind mount unmounted, its file left behind) for a gone
+    /// namespace, as a missing path. For plugins whose Go DEL succeeds
+    /// there (tuning, bandwidth); the others answer code 8, as the
+    /// reference's fail.
+    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = false;
+
     /// `CNI <name> plugin <version>`, printed when `CNI_COMMAND` is unset.
     fn about(&self) -> String;
 
@@ -401,7 +408,17 @@ fn dispatch<P: Plugin>(
 fn vet_netns<P: Plugin>(cmd: Cmd, args: &mut CmdArgs) -> Result<(), Error> {
     let allow_own = args.netns_override.eq_ignore_ascii_case("true") || args.netns_override == "1";
     if P::USES_NETNS {
-        args.netns = netns::open(&args.netns_path, allow_own)?;
+        args.netns = match netns::open(&args.netns_path, allow_own) {
+            // A path that is there but reaches no namespace: gone.
+            Err(_)
+                if P::DEL_TAKES_NON_NAMESPACE_AS_GONE
+                    && matches!(cmd, Cmd::Del)
+                    && netns::is_other_fs(&args.netns_path) =>
+            {
+                Netns::Missing(args.netns_path.clone())
+            }
+            other => other?,
+        };
     } else if !allow_own && matches!(cmd, Cmd::Add | Cmd::Del) {
         netns::refuse_own(&args.netns_path)?;
     }

@@ -51,6 +51,12 @@ fn is_ns_magic(t: FsType) -> bool {
     t == NSFS_MAGIC || t == PROC_SUPER_MAGIC
 }
 
+/// Whether `path` exists on a filesystem that holds no namespaces (a
+/// plain file, an unmounted bind-mount point).
+pub fn is_other_fs(path: &str) -> bool {
+    matches!(statfs(path), Ok(st) if !is_ns_magic(st.filesystem_type()))
+}
+
 /// Open and vet `path`. `allow_own` skips the own-namespace refusal
 /// (`CNI_NETNS_OVERRIDE`).
 pub fn open(path: &str, allow_own: bool) -> Result<Netns, Error> {

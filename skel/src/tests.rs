@@ -470,6 +470,44 @@ fn netns_is_vetted_before_the_plugin_runs() {
     );
 }
 
+/// Sees what DEL gets for `CNI_NETNS`.
+struct NsDel;
+
+impl Plugin for NsDel {
+    const USES_NETNS: bool = true;
+    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
+    fn about(&self) -> String {
+        "CNI ns del plugin".into()
+    }
+    fn del(&self, args: &CmdArgs) -> Outcome {
+        match &args.netns {
+            Netns::Missing(p) => Ok(Reply::Text(format!("missing {p}"))),
+            other => Ok(Reply::Text(format!("{other:?}"))),
+        }
+    }
+}
+
+/// For plugins that ask for it, a path that exists but is no namespace
+/// (an unmounted netns bind mount's file) is a gone namespace for DEL (it
+/// failed forever), and still an error for ADD; the own namespace is
+/// still refused. Other plugins' DEL still answers code 8.
+#[test]
+fn del_takes_a_path_that_is_no_namespace_for_a_gone_one() {
+    let o = run_with(&NsDel, &env_with_netns("DEL", "/etc/hostname"), CONF_100);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "missing /etc/hostname"));
+    let e = run_with(&NsDel, &env_with_netns("ADD", "/etc/hostname"), CONF_100).err();
+    assert_eq!(e["code"], 8);
+    let e = run_with(
+        &NsDel,
+        &env_with_netns("DEL", "/proc/self/ns/net"),
+        CONF_100,
+    )
+    .err();
+    assert_eq!(e["code"], 8);
+    let e = run_with(&NsPlugin, &env_with_netns("DEL", "/etc/hostname"), CONF_100).err();
+    assert_eq!(e["code"], 8);
+}
+
 #[test]
 fn oversized_stdin_is_refused() {
     let big = vec![b' '; (MAX_STDIN + 10) as usize];

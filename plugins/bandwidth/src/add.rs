@@ -62,7 +62,7 @@ fn shape(
     }
     if let Some((rate, burst)) = limits.egress() {
         let name = ifb::name(&conf.name, &args.container_id);
-        let dev = undo.ifb(&name, veth.mtu)?;
+        let dev = undo.ifb(&name, veth.mtu, veth, &args.container_id)?;
         hit("bandwidth/ifb-created")?;
         result.interfaces.push(Interface {
             name: dev.name.clone(),

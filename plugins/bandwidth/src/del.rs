@@ -11,7 +11,7 @@ use skel::conf::NetConf;
 use skel::{CmdArgs, Netns};
 
 use crate::config::Config;
-use crate::shape::{failed, unshape};
+use crate::shape::{failed, redirected_from, redirects, unshape};
 use crate::{Error, ifb, veth};
 
 /// Remove the attachment's IFB device, and our qdiscs from the host end of
@@ -35,18 +35,33 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         None => None,
     };
     let mut errors = Vec::new();
-    if let Netns::Open { file, .. } = &args.netns
-        && let Ok(veth) = veth::peer(file, &args.ifname, &host)
-    {
-        errors.extend(unshape(
-            &host,
-            &veth,
-            dev.as_ref(),
-            ingress_tbf(&args.stdin),
-        ));
+    let veth = match &args.netns {
+        Netns::Open { file, .. } => veth::peer(file, &args.ifname, &host).ok(),
+        _ => None,
+    };
+    // The IFB our veth redirects to is ours; otherwise (no namespace, or
+    // a refused ADD) it may serve another attachment (below).
+    let ours = match (&veth, &dev) {
+        (Some(veth), Some(dev)) => redirects(&host, veth, dev),
+        _ => false,
+    };
+    if let Some(veth) = &veth {
+        errors.extend(unshape(&host, veth, dev.as_ref(), ingress_tbf(&args.stdin)));
     }
     if let Some(dev) = &dev {
-        errors.extend(remove(&host, dev).err());
+        // Another attachment of the container to this network (another
+        // ifname) hashes to the same IFB, and may use it.
+        let other = match ours {
+            true => None,
+            false => redirected_from(&host, dev, veth.as_ref()).ok().flatten(),
+        };
+        match other {
+            Some(other) => eprintln!(
+                "bandwidth: leaving {}: traffic from {} is redirected to it",
+                dev.name, other.name
+            ),
+            None => errors.extend(remove(&host, dev).err()),
+        }
     }
     skel::error::join(errors)
 }

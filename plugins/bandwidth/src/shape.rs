@@ -89,10 +89,15 @@ impl<'a> Undo<'a> {
         }
     }
 
-    /// The IFB device `name` with `mtu`, down until [`Undo::ifb_up`]. One
-    /// of that name already there is the attachment's own (the name is its
-    /// hash) if it is an IFB.
-    pub fn ifb(&mut self, name: &str, mtu: u32) -> Result<Link, Error> {
+    /// The IFB device `name` with `mtu` for the host end `veth` of
+    /// container `cid`'s attachment, down until [`Undo::ifb_up`]. One of
+    /// that name already there is the attachment's own (the name is its
+    /// hash) if it is an IFB that no other veth redirects to: another
+    /// attachment of the same container to this network (multus, another
+    /// ifname) hashes to the same name, as does network `ab` with
+    /// container `c` and network `a` with container `bc`; sharing its IFB
+    /// left it redirecting to nothing when either was deleted.
+    pub fn ifb(&mut self, name: &str, mtu: u32, veth: &Link, cid: &str) -> Result<Link, Error> {
         let fail = failed("adding link");
         match self.nl.create_ifb(name, mtu) {
             Ok(link) => {
@@ -105,6 +110,14 @@ impl<'a> Undo<'a> {
                     return Err(Error::internal(format!(
                         "adding link: {name} already exists and is not an ifb device (kind {:?})",
                         link.kind
+                    )));
+                }
+                if let Some(other) = redirected_from(self.nl, &link, Some(veth)).map_err(&fail)? {
+                    return Err(Error::internal(format!(
+                        "adding link: {name} is the ifb device of another attachment \
+                         (container {cid} again, or a network name and container ID that \
+                         join to the same text): traffic from {} is redirected to it",
+                        other.name
                     )));
                 }
                 Ok(link)
@@ -211,6 +224,32 @@ pub fn unshape(nl: &Netlink, veth: &Link, ifb: Option<&Link>, tbf: Option<Tbf>) 
         }
     }
     errors
+}
+
+/// A veth of the host, other than `except`, whose ingress redirects
+/// everything to `ifb`: the attachment that IFB serves (ADD redirects
+/// nothing but veths).
+pub fn redirected_from(
+    nl: &Netlink,
+    ifb: &Link,
+    except: Option<&Link>,
+) -> cni_net::Result<Option<Link>> {
+    for link in nl.links()? {
+        if link.kind != "veth" || except.is_some_and(|e| e.index == link.index) {
+            continue;
+        }
+        if redirects(nl, &link, ifb) {
+            return Ok(Some(link));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `veth`'s ingress redirects everything to `ifb` (a veth without
+/// an ingress qdisc has no filters to list: no).
+pub fn redirects(nl: &Netlink, veth: &Link, ifb: &Link) -> bool {
+    nl.filters(veth, tc::INGRESS_HANDLE)
+        .is_ok_and(|filters| filters.iter().any(|f| f.redirects_all_to(ifb.index)))
 }
 
 /// A filter entry of ours (or the reference's): the redirect to `ifb` or

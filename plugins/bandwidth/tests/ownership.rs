@@ -171,3 +171,54 @@ fn a_failed_add_leaves_nothing_whatever_step_fails() {
     pod.call("DEL", &conf).ok();
     assert_eq!(pod.state(), pristine());
 }
+
+/// One container attached twice to the network (multus, two ifnames),
+/// or two attachments whose network name and container ID join to the
+/// same text (`ab`+`c`, `a`+`bc`): both hash to one IFB name. The second
+/// ADD used the first's IFB as its own (a "retried ADD"), and the DEL of
+/// either removed it under the other, whose redirect then led nowhere.
+/// Now the second ADD is refused and its DEL leaves the first's IFB (the
+/// reference's ADD fails with `file exists`, and its DEL removes the
+/// first's IFB).
+#[test]
+fn a_second_attachment_never_takes_the_first_ones_ifb() {
+    for same_container in [true, false] {
+        let first = Pod::new("bwtw");
+        let mut second = if same_container {
+            first.sibling("bwtw2", &first.net)
+        } else {
+            let (head, tail) = first.cid.split_at(1);
+            let mut p = first.sibling("bwtw2", &format!("{}{head}", first.net));
+            p.cid = tail.to_string();
+            p
+        };
+        if same_container {
+            second.cid = first.cid.clone();
+        }
+        assert_eq!(first.ifb(), second.ifb());
+        first.call("ADD", &first.conf("1.0.0", limits())).ok();
+        let ifb = first.ifb();
+        let redirect = first.filters(&first.veth);
+        let before = second.state();
+        let e = second.call("ADD", &second.conf("1.0.0", limits())).err(999);
+        assert_eq!(
+            e["msg"],
+            format!(
+                "adding link: {ifb} is the ifb device of another attachment (container {} again, or a network name and container ID that join to the same text): traffic from {} is redirected to it",
+                second.cid, first.veth
+            )
+        );
+        assert_eq!(second.state(), before);
+        second.call("DEL", &second.conf("1.0.0", limits())).ok();
+        second
+            .request("DEL", &second.conf("1.0.0", limits()))
+            .netns("")
+            .run_in(first.host.name(), bin())
+            .ok();
+        assert!(first.has_link(&ifb));
+        assert_eq!(first.filters(&first.veth), redirect);
+        first.call("CHECK", &first.conf("1.0.0", limits())).ok();
+        first.call("DEL", &first.conf("1.0.0", limits())).ok();
+        assert!(!first.has_link(&ifb));
+    }
+}

@@ -195,6 +195,25 @@ fn check_finds_what_changed() {
     );
 }
 
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind): DEL removes the IFB and succeeds, as
+/// the Go plugin's (it failed forever with `unknown FS magic`).
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_removes_the_ifb() {
+    let pod = Pod::new("bwnf");
+    let conf = pod.conf("1.0.0", LIMITS());
+    pod.call("ADD", &conf).ok();
+    pod.clear_veth();
+    let dir = testsupport::TempDir::new("bwnf");
+    let file = dir.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    pod.request("DEL", &conf)
+        .netns(file.to_str().unwrap())
+        .run_in(pod.host.name(), bin())
+        .ok();
+    assert!(!pod.has_link(&pod.ifb()));
+}
+
 #[test]
 fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
     let pod = Pod::new("bwd");
@@ -207,13 +226,14 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
     ] {
         pod.call("ADD", &conf).ok();
         assert!(pod.has_link(&pod.ifb()));
+        // Without its namespace the container's veth is gone in real
+        // life, its qdiscs with it; here the test removes them. (A veth
+        // still redirecting to the IFB is another attachment's: kept.)
+        pod.clear_veth();
         del.run_in(pod.host.name(), bin()).ok();
         assert!(!pod.has_link(&pod.ifb()));
         // Again: nothing to do is success.
         del.run_in(pod.host.name(), bin()).ok();
-        // Without its namespace the container's veth is gone in real
-        // life, its qdiscs with it; here the test removes them.
-        pod.clear_veth();
     }
     // Limits the reference would refuse: the IFB and the redirect go, the
     // tbf (whose numbers are unknown) stays with the veth.

@@ -166,3 +166,64 @@ fn bad_input_is_refused_with_the_same_messages() {
     assert_eq!((&a["code"], &a["msg"]), (&b["code"], &b["msg"]));
     assert_eq!(pod.state(), pristine());
 }
+
+/// Limits at the edges of the reference's float math (rates under a byte
+/// a second, bursts near 4 GB at a few bytes a second, rates of u64
+/// range): either both refuse with the same answer, or both make the
+/// same qdiscs and each one's CHECK passes on the other's.
+#[test]
+fn extreme_limits_end_as_the_references() {
+    let ours = Pod::new("bwxo");
+    let theirs = Pod::new("bwxt");
+    for (rate, burst) in [
+        (7u64, 8u64),
+        (8, 7),
+        (9, 8),
+        (8, 34_359_738_352),
+        (16, 34_359_738_352),
+        (u64::MAX, 8),
+        (u64::MAX, 34_359_738_352),
+        (18_446_744_073_709_551_608, 1_000_000),
+        (1 << 35, 1 << 34),
+    ] {
+        let keys = json!({"ingressRate": rate, "ingressBurst": burst,
+                          "egressRate": rate, "egressBurst": burst});
+        let a = ours.call("ADD", &ours.conf("1.0.0", keys.clone()));
+        let b = theirs.call_reference("ADD", &theirs.conf("1.0.0", keys.clone()));
+        assert_eq!(a.code, b.code, "{keys}: {a:?} {b:?}");
+        if a.code != 0 {
+            // The same step and kernel error; ours names the object.
+            let (ea, eb) = (a.json(), b.json());
+            let (ma, mb) = (ea["msg"].as_str().unwrap(), eb["msg"].as_str().unwrap());
+            let (step, why) = mb.split_once(": ").unwrap();
+            assert!(
+                ma.starts_with(step) && ma.ends_with(why),
+                "{keys}: {ma} / {mb}"
+            );
+        } else {
+            for dev in [|p: &Pod| p.veth.clone(), |p: &Pod| p.ifb()] {
+                assert_eq!(
+                    json!(ours.qdiscs(&dev(&ours))),
+                    json!(theirs.qdiscs(&dev(&theirs))),
+                    "{keys}"
+                );
+            }
+            ours.call_reference("CHECK", &ours.conf("1.0.0", keys.clone()))
+                .ok();
+            theirs
+                .call("CHECK", &theirs.conf("1.0.0", keys.clone()))
+                .ok();
+        }
+        ours.call("DEL", &ours.conf("1.0.0", keys.clone())).ok();
+        theirs
+            .call_reference("DEL", &theirs.conf("1.0.0", keys))
+            .ok();
+        for p in [&ours, &theirs] {
+            p.host
+                .exec_output(&["tc", "qdisc", "del", "dev", &p.veth, "root"]);
+            p.host
+                .exec_output(&["tc", "qdisc", "del", "dev", &p.veth, "ingress"]);
+            assert_eq!(p.state(), pristine());
+        }
+    }
+}

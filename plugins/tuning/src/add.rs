@@ -93,7 +93,7 @@ fn save(backup: &Backup, plan: &Plan, link: &Link, undo: &mut Undo) -> Result<()
     let previous = backup.raw()?;
     let now = link::saved_of(plan, link);
     let saved = match backup.parse(previous.as_deref()) {
-        Found::Saved(earlier) => earlier.or(now),
+        Found::Saved(earlier) | Found::Truncated(earlier) => earlier.or(now),
         Found::Absent | Found::Invalid(_) => now,
     };
     undo.backup = Some(previous);

@@ -27,7 +27,7 @@ fn path() -> PathBuf {
 /// means no restriction; a file that cannot be read fails ADD.
 pub fn check<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), Error> {
     let path = path();
-    let text = match std::fs::read_to_string(&path) {
+    let bytes = match std::fs::read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
@@ -38,12 +38,48 @@ pub fn check<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), Error
             )));
         }
     };
-    let entries: Vec<&str> = text
-        .split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
+    let entries: Vec<Entry> = bytes
+        .split(|&b| b == b'\n')
+        .map(Entry::of_line)
+        .filter(|e| !e.text.is_empty())
         .collect();
     allowed(keys, &entries)
+}
+
+/// One entry: a line, trimmed as Go's `strings.TrimSpace` trims it.
+/// A line that is not UTF-8 (a Latin-1 comment, say) fails as Go's
+/// `regexp` fails it, only when reached; reading the whole file as text
+/// failed every ADD. Its text shows invalid bytes as U+FFFD, as Go's
+/// JSON encoder prints them.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    text: String,
+    /// Go's `invalid UTF-8` error text: the line from its first invalid
+    /// byte.
+    invalid: Option<String>,
+}
+
+impl Entry {
+    fn of_line(line: &[u8]) -> Entry {
+        let lossy = String::from_utf8_lossy(line);
+        let invalid = std::str::from_utf8(line).err().map(|e| {
+            let rest = String::from_utf8_lossy(&line[e.valid_up_to()..]);
+            format!("error parsing regexp: invalid UTF-8: `{}`", rest.trim_end())
+        });
+        Entry {
+            text: lossy.trim().to_string(),
+            invalid,
+        }
+    }
+}
+
+impl From<&str> for Entry {
+    fn from(s: &str) -> Entry {
+        Entry {
+            text: s.to_string(),
+            invalid: None,
+        }
+    }
 }
 
 /// The check against the `entries` of an allowlist. Entries are compiled
@@ -51,13 +87,17 @@ pub fn check<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), Error
 /// after the one that allows every key goes unnoticed there too.
 pub fn allowed<'a>(
     keys: impl IntoIterator<Item = &'a String>,
-    entries: &[&str],
+    entries: &[Entry],
 ) -> Result<(), Error> {
     let mut compiled: Vec<Option<Regex>> = vec![None; entries.len()];
     for key in keys {
         let mut found = false;
         for (i, entry) in entries.iter().enumerate() {
             if compiled[i].is_none() {
+                if let Some(e) = &entry.invalid {
+                    return Err(Error::config(e.clone()));
+                }
+                let entry = &entry.text;
                 let re = Regex::new(entry).map_err(|e| match e {
                     crate::regexp::Error::Unsupported(_) => {
                         Error::config(format!("allowlist entry {entry:?}: {e}"))
@@ -74,7 +114,11 @@ pub fn allowed<'a>(
         if !found {
             return Err(Error::config(format!(
                 "Sysctl {key} is not allowed. Only the following sysctls are allowed: [{}]",
-                entries.join(" ")
+                entries
+                    .iter()
+                    .map(|e| e.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             )));
         }
     }
@@ -87,7 +131,8 @@ mod tests {
 
     fn check(keys: &[&str], entries: &[&str]) -> Result<(), String> {
         let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        allowed(&keys, entries).map_err(|e| e.to_string())
+        let entries: Vec<Entry> = entries.iter().map(|e| Entry::from(*e)).collect();
+        allowed(&keys, &entries).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -127,6 +172,35 @@ mod tests {
         assert!(
             e.starts_with(r#"allowlist entry "(?i)NET": unsupported regexp syntax"#),
             "{e}"
+        );
+    }
+
+    /// A line that is not UTF-8 fails only when reached, with Go's
+    /// words; lines end in CRLF or other Unicode space are trimmed.
+    #[test]
+    fn lines_of_any_bytes_are_entries_as_in_go() {
+        let file = b"^net\\.core\\.somaxconn$\r\n# caf\xe9 au lait \r\n\xc2\xa0^net\\.ipv4\\.x$\xe2\x80\x83\n\n";
+        let entries: Vec<Entry> = file
+            .split(|&b| b == b'\n')
+            .map(Entry::of_line)
+            .filter(|e| !e.text.is_empty())
+            .collect();
+        let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                r"^net\.core\.somaxconn$",
+                "# caf\u{fffd} au lait",
+                r"^net\.ipv4\.x$"
+            ]
+        );
+        let keys = |k: &str| vec![k.to_string()];
+        allowed(&keys("net.core.somaxconn"), &entries).unwrap();
+        assert_eq!(
+            allowed(&keys("net.ipv4.x"), &entries)
+                .unwrap_err()
+                .to_string(),
+            "error parsing regexp: invalid UTF-8: `\u{fffd} au lait`"
         );
     }
 }

@@ -70,6 +70,19 @@ pub enum Found {
     /// Present but not a backup (unreadable or not JSON); why.
     Invalid(String),
     Saved(Saved),
+    /// Cut short (the reference writes in place, so a crash leaves a
+    /// prefix): the attributes on its complete lines.
+    Truncated(Saved),
+}
+
+/// The complete attributes of a file cut short. Both plugins write one
+/// attribute a line, each but the last ending in `,`: every line before
+/// the last `,\n` is whole, so the file up to there, closed, is a backup
+/// of those attributes. `None` when no such prefix parses.
+fn salvage(bytes: &[u8]) -> Option<Saved> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let end = text.rfind(",\n")?;
+    skel::gojson::unmarshal(format!("{}\n}}", &text[..end]).as_bytes()).ok()
 }
 
 /// The backup of one attachment.
@@ -85,9 +98,15 @@ pub fn file_name(container_id: &str, ifname: &str) -> String {
     format!("{container_id}_{ifname}.json")
 }
 
-/// Where the records of `network`'s backups live.
+/// Where the records of `network`'s backups live. A network name too
+/// long for a directory (255 bytes) is hashed: ADD failed with `file name
+/// too long` where the reference, which keeps no records, works.
 pub fn records_dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(".tuning").join(network)
+    let dir = match network.len() {
+        0..=255 => network.to_string(),
+        _ => format!("sha512-{}", skel::sha512::hex_prefix(network, 32)),
+    };
+    data_dir.join(".tuning").join(dir)
 }
 
 /// Open `path` for writing, mode 0600, creating its directory (0700) only
@@ -165,17 +184,21 @@ impl Backup {
             None => Found::Absent,
             Some(bytes) => match skel::gojson::unmarshal::<Saved>(bytes) {
                 Ok(s) => Found::Saved(s),
-                Err(e) => Found::Invalid(format!("{}: {e}", self.path().display())),
+                Err(e) => match salvage(bytes) {
+                    Some(s) => Found::Truncated(s),
+                    None => Found::Invalid(format!("{}: {e}", self.path().display())),
+                },
             },
         }
     }
 
     /// Write `bytes` atomically (temporary file, then rename), mode 0600,
-    /// creating `dataDir` (0700) when needed, and record it for GC.
+    /// creating `dataDir` (0700) when needed, and record it for GC. The
+    /// temporary name is short and per process (one ADD per process): one
+    /// built from the backup's name failed with `file name too long` for
+    /// container IDs whose backup name the reference still writes.
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
-        let tmp = self
-            .dir
-            .join(format!(".{}.{}.tmp", self.file, std::process::id()));
+        let tmp = self.dir.join(format!(".tuning-{}.tmp", std::process::id()));
         let written = create(&tmp, true)
             .and_then(|mut f| f.write_all(bytes))
             .and_then(|()| fs::rename(&tmp, self.path()));
@@ -189,12 +212,18 @@ impl Backup {
             .map_err(|e| io("failed to record", &record, &e))
     }
 
-    /// Remove the backup and its record; absent is fine.
+    /// Remove the backup and its record; absent is fine, and so is a
+    /// `dataDir` that is not a directory (nothing can be in it: DEL failed
+    /// forever) or a directory in the backup's place (not a backup; left).
     pub fn remove(&self) -> Result<(), Error> {
         for path in [self.path(), self.record()] {
             match fs::remove_file(&path) {
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+                    ) => {}
                 Err(e) => return Err(io("failed to remove", &path, &e)),
             }
         }
@@ -291,10 +320,48 @@ mod tests {
 
         fs::write(b.path(), "{").unwrap();
         assert!(matches!(b.read(), Found::Invalid(_)));
+        // Cut short: the complete lines are read, the cut one is not.
+        fs::write(
+            b.path(),
+            "{\n \"mac\": \"02:00:00:00:00:01\",\n \"promisc\": true,\n \"mtu\": 15",
+        )
+        .unwrap();
+        let want = Saved {
+            mac: "02:00:00:00:00:01".into(),
+            promisc: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(b.read(), Found::Truncated(want));
+        fs::write(
+            b.path(),
+            "{\n \"mac\": \"02:00:00:00:00:01\",\n \"promisc\": tr",
+        )
+        .unwrap();
+        assert!(matches!(b.read(), Found::Truncated(s) if s.promisc.is_none()));
+        fs::write(b.path(), "{\n \"mac\": \"02:00:0").unwrap();
+        assert!(matches!(b.read(), Found::Invalid(_)));
+        fs::write(b.path(), "[1,\n2,\n").unwrap();
+        assert!(matches!(b.read(), Found::Invalid(_)));
         b.put_back(None).unwrap();
         assert_eq!(b.read(), Found::Absent);
         assert!(!records_dir(&data, "net1").join("c1_eth0.json").exists());
         b.remove().unwrap();
+
+        // A network name too long for a directory.
+        let long = "n".repeat(300);
+        let b = Backup::new(&data, "c1", "eth0", &long);
+        b.write(b"{}").unwrap();
+        let records = records_dir(&data, &long);
+        assert!(records.join("c1_eth0.json").exists());
+        assert_eq!(records, records_dir(&data, &long));
+        assert_ne!(records, records_dir(&data, &"n".repeat(301)));
+        b.remove().unwrap();
+        assert!(!records.join("c1_eth0.json").exists());
+
+        // dataDir a file: nothing to remove.
+        let file = dir.join("file");
+        fs::write(&file, "x").unwrap();
+        Backup::new(&file, "c1", "eth0", "net1").remove().unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -34,10 +34,44 @@ pub fn check(args: &CmdArgs) -> Result<Reply, Error> {
 }
 
 /// Values with several fields read back tab-separated
-/// (`net.ipv4.tcp_rmem`), however they were written; the reference
-/// compares the text and fails such configs forever.
+/// (`net.ipv4.tcp_rmem`), however they were written, and integers read
+/// back in decimal: the kernel parses them as C does (`0x10` is 16, `010`
+/// is 8, `01` is 1). The reference compares the text and fails such
+/// configs forever.
 fn same_value(want: &str, current: &str) -> bool {
-    want == current || want.split_whitespace().eq(current.split_whitespace())
+    let (w, c): (Vec<&str>, Vec<&str>) = (
+        want.split_whitespace().collect(),
+        current.split_whitespace().collect(),
+    );
+    want == current
+        || (w.len() == c.len()
+            && w.iter()
+                .zip(&c)
+                .all(|(w, c)| w == c || c_integer(w).is_some_and(|n| c_integer(c) == Some(n))))
+}
+
+/// An integer as the kernel's sysctl handlers read it (`strtoul` with
+/// base 0, after an optional `-`); `None` when `s` is not one.
+fn c_integer(s: &str) -> Option<i128> {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let (radix, digits) = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        (16, hex)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let n = i128::from_str_radix(digits, radix).ok()?;
+    Some(if neg { -n } else { n })
 }
 
 #[cfg(test)]
@@ -51,5 +85,17 @@ mod tests {
         assert!(super::same_value("1", "1"));
         assert!(!super::same_value("1", "0"));
         assert!(!super::same_value("1 2", "1\t2\t3"));
+    }
+
+    #[test]
+    fn integers_compare_as_the_kernel_reads_them() {
+        use super::same_value;
+        for (want, current) in [("01", "1"), ("0x2", "2"), ("010", "8"), ("-05", "-5")] {
+            assert!(same_value(want, current), "{want}");
+        }
+        assert!(same_value("4096 0x4000 010", "4096\t16384\t8"));
+        for (want, current) in [("010", "10"), ("0x", "0"), ("x1", "1"), ("08", "8")] {
+            assert!(!same_value(want, current), "{want} {current}");
+        }
     }
 }

@@ -26,8 +26,10 @@ pub fn del(args: &CmdArgs) -> Result<Reply, Error> {
 
 /// Restore and remove the backup. Failures to restore a link that exists
 /// are reported and the backup kept, so that DEL can be retried (the
-/// reference ignores them and keeps the file); a missing link or an
-/// invalid file leaves nothing to restore.
+/// reference ignores them and keeps the file), unless no retry could ever
+/// succeed (a value invalid in the file or for the device: noted, the
+/// backup goes); a missing link or an invalid file leaves nothing to
+/// restore.
 fn restore(ns: &File, ifname: &str, backup: &Backup) -> Result<(), Error> {
     let saved = match backup.read() {
         Found::Absent => return backup.remove(),
@@ -36,14 +38,26 @@ fn restore(ns: &File, ifname: &str, backup: &Backup) -> Result<(), Error> {
             return backup.remove();
         }
         Found::Saved(s) => s,
+        Found::Truncated(s) => {
+            eprintln!(
+                "tuning: {}: cut short; restoring what it holds",
+                backup.path().display()
+            );
+            s
+        }
     };
     let nl = Netlink::in_netns(ns)?;
     let Some(link) = nl.find_link(ifname)? else {
         return backup.remove();
     };
     let failed = link::restore(&nl, &link, &saved);
-    if !failed.is_empty() {
-        return Err(Error::config(failed.join("; ")));
+    if !failed.retry.is_empty() {
+        return Err(Error::config(
+            [failed.retry, failed.never].concat().join("; "),
+        ));
+    }
+    for never in failed.never {
+        eprintln!("tuning: {never}: cannot ever be restored; backup removed");
     }
     backup.remove()
 }

@@ -26,7 +26,15 @@ pub fn gc(args: &CmdArgs) -> Result<Reply, Error> {
     let dir = records_dir(&conf.data_dir, &conf.name);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Reply::None),
+        // No records (a dataDir that is a file holds none: GC failed forever).
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Reply::None);
+        }
         Err(e) => {
             return Err(Error::config(format!(
                 "read {}: {}",

@@ -34,6 +34,8 @@ pub struct Tuning;
 
 impl Plugin for Tuning {
     const USES_NETNS: bool = true;
+    /// The Go plugin's DEL succeeds on a path that is no namespace.
+    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
 
     fn about(&self) -> String {
         skel::about("tuning")

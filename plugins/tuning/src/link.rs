@@ -1,7 +1,7 @@
 //! The link attributes: what to back up, applying a plan, undoing it,
 //! restoring a backup, and comparing with the kernel (CHECK).
 
-use cni_net::{Link, LinkChanges, Netlink, format_mac};
+use cni_net::{Errno, Link, LinkChanges, Netlink, format_mac};
 
 use crate::backup::Saved;
 use crate::config::{Plan, parse_mac};
@@ -65,21 +65,49 @@ pub fn undo(nl: &Netlink, before: &Link, plan: &Plan) -> Result<(), Error> {
     Ok(())
 }
 
+/// What a restore could not do.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unrestored {
+    /// Failures a later DEL may get past (the backup is kept for it).
+    pub retry: Vec<String>,
+    /// Values no DEL can ever restore: invalid in the file, or refused by
+    /// the kernel as invalid for the device (a multicast MAC, an MTU out
+    /// of range, an attribute the device cannot change). Keeping the
+    /// backup for them made DEL fail forever.
+    pub never: Vec<String>,
+}
+
 /// The reference's `restoreBackup`: every recorded attribute set back, in
 /// one message. Should the kernel refuse it, each is tried on its own in
 /// the reference's order (MTU, MAC, promiscuous mode, all-multicast,
 /// queue length), so that all that can be restored is, and the failures
 /// read as the reference's.
-pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Vec<String> {
+pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Unrestored {
+    let mut out = Unrestored::default();
     if let Some(all) = saved_changes(saved)
         && nl.change_link(link, &all).is_ok()
     {
-        return Vec::new();
+        return out;
     }
-    let mut failed = Vec::new();
     let mut note = |what: &str, r: Result<(), Error>| {
         if let Err(e) = r {
-            failed.push(format!("failed to restore {what}: {e}"));
+            let permanent = match &e {
+                Error::Net(n) => [
+                    Errno::EINVAL,
+                    Errno::ERANGE,
+                    Errno::EADDRNOTAVAIL,
+                    Errno::EOPNOTSUPP,
+                ]
+                .into_iter()
+                .any(|errno| n.is(errno)),
+                _ => true,
+            };
+            let list = if permanent {
+                &mut out.never
+            } else {
+                &mut out.retry
+            };
+            list.push(format!("failed to restore {what}: {e}"));
         }
     };
     if saved.mtu != 0 {
@@ -110,7 +138,7 @@ pub fn restore(nl: &Netlink, link: &Link, saved: &Saved) -> Vec<String> {
             .and_then(|q| Ok(nl.set_txqlen(link, q)?));
         note("transmit queue length", r);
     }
-    failed
+    out
 }
 
 /// The backup as one change, `None` when a value in it is invalid.

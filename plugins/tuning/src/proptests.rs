@@ -1,8 +1,10 @@
 //! Property tests of the parsers: arbitrary input never panics, sysctl
-//! files never leave `/proc/sys/net`, MACs round-trip in every Go form.
+//! files never leave `/proc/sys/net`, MACs round-trip in every Go form,
+//! a backup cut anywhere yields only values it really holds.
 
 use proptest::prelude::*;
 
+use crate::backup::{Backup, Found, Saved};
 use crate::config::{Config, Plan, check_duplicate_sysctl_keys};
 use crate::{mac, sysctl};
 
@@ -62,6 +64,36 @@ proptest! {
         let _ = check_duplicate_sysctl_keys(doc.as_bytes());
         if let Ok(c) = Config::parse(doc.as_bytes(), &args) {
             let _ = Plan::new(&c, &ifname);
+        }
+    }
+
+    /// A backup cut at any byte is whole, cut short (its attributes a
+    /// subset of the whole one's, with the same values) or invalid: never
+    /// a value the file did not hold.
+    #[test]
+    fn a_cut_backup_yields_only_what_it_holds(
+        mac in prop::option::of("[0-9a-f]{2}(:[0-9a-f]{2}){5}"),
+        promisc in prop::option::of(any::<bool>()),
+        mtu in prop_oneof![Just(0i64), 68i64..70000],
+        allmulti in prop::option::of(any::<bool>()),
+        txqlen in prop::option::of(0i64..100000),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let whole = Saved { mac: mac.unwrap_or_default(), promisc, mtu, allmulti, txqlen };
+        let text = whole.to_json();
+        let n = cut.index(text.len() + 1);
+        let b = Backup::new(std::path::Path::new("/nonexistent"), "c", "eth0", "n");
+        match b.parse(Some(&text.as_bytes()[..n])) {
+            Found::Saved(s) => prop_assert_eq!(s, whole),
+            Found::Truncated(s) => {
+                prop_assert!(s.mac.is_empty() || s.mac == whole.mac);
+                prop_assert!(s.promisc.is_none() || s.promisc == whole.promisc);
+                prop_assert!(s.mtu == 0 || s.mtu == whole.mtu);
+                prop_assert!(s.allmulti.is_none() || s.allmulti == whole.allmulti);
+                prop_assert!(s.txqlen.is_none() || s.txqlen == whole.txqlen);
+            }
+            Found::Invalid(_) => {}
+            Found::Absent => prop_assert!(false, "absent"),
         }
     }
 }

@@ -188,6 +188,31 @@ fn check_fails_once_a_value_changes() {
     assert_eq!(e["msg"], "Cannot find container link eth0");
 }
 
+/// Integers are read back in decimal however they were written (the
+/// kernel parses `0x10` as 16, `010` as 8): CHECK compares them as
+/// numbers, where the reference's text comparison fails forever. A value
+/// that really changed still fails.
+#[test]
+fn check_compares_integers_as_the_kernel_reads_them() {
+    let c = Container::new("kint");
+    let conf = c.conf(
+        "1.0.0",
+        json!({"sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "01",
+                          "net.core.somaxconn": "0x400",
+                          "net.ipv4.tcp_rmem": "4096 0x4000 010"}}),
+    );
+    c.run("ADD", &conf).ok();
+    assert_eq!(c.sysctl("net/core/somaxconn"), "1024");
+    assert_eq!(c.sysctl("net/ipv4/tcp_rmem"), "4096\t16384\t8");
+    c.run("CHECK", &conf).ok();
+    c.set_sysctl("net/core/somaxconn", "1025");
+    let e = c.run("CHECK", &conf).err(999);
+    assert_eq!(
+        e["msg"],
+        "Error: Tuning configured value of /proc/sys/net/core/somaxconn is 0x400, current value is 1025"
+    );
+}
+
 /// Interface names with dots (VLAN-style) get their own per-interface
 /// keys; the reference before v1.2.0 wrote elsewhere.
 #[test]

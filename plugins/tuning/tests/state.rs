@@ -43,6 +43,27 @@ fn del_without_the_namespace_forgets_the_backup() {
     c.call("DEL", &conf).netns("").run(ours()).ok();
 }
 
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind) reaches no link: DEL forgets the
+/// backup and succeeds, as the Go plugin's DEL does (it failed forever
+/// with `unknown FS magic`). ADD still refuses it.
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_forgets_the_backup() {
+    let c = Container::new("sfile");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    c.run("ADD", &conf).ok();
+    let file = c.data.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    c.call("ADD", &conf).netns(path).run(ours()).err(8);
+    c.call("DEL", &conf).netns(path).run(ours()).ok();
+    assert!(
+        c.data_files().iter().all(|f| f == "netns-file"),
+        "{:?}",
+        c.data_files()
+    );
+}
+
 #[test]
 fn del_when_the_link_is_gone_forgets_the_backup() {
     let c = Container::new("slink");
@@ -66,6 +87,34 @@ fn del_removes_an_invalid_backup() {
     assert!(r.stderr.contains("not a backup"), "{r:?}");
     assert!(c.data_files().is_empty());
     assert_eq!(c.link(), before);
+}
+
+/// A backup cut short (the Go plugin writes in place): DEL restores the
+/// attributes on its complete lines, not the cut one, and removes it (it
+/// restored nothing before).
+#[test]
+fn del_restores_what_a_cut_backup_holds() {
+    let c = Container::new("scut");
+    let before = c.link();
+    let conf = c.conf(
+        "1.0.0",
+        json!({"mac": "02:00:00:00:00:31", "promisc": true, "mtu": 1400}),
+    );
+    c.run("ADD", &conf).ok();
+    let full = c.backup_text().unwrap();
+    let cut = &full[..full.find("\"mtu\"").unwrap() + "\"mtu\": 1".len()];
+    std::fs::write(c.backup(), cut).unwrap();
+    let r = c.run("DEL", &conf);
+    r.ok();
+    assert!(r.stderr.contains("cut short"), "{r:?}");
+    let after = c.link();
+    assert_eq!(
+        (&after.mac, after.promisc),
+        (&before.mac, before.promisc),
+        "{cut}"
+    );
+    assert_eq!(after.mtu, 1400);
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
 }
 
 /// GC removes the backups of this network's attachments that are not in
@@ -118,6 +167,34 @@ fn gc_removes_backups_of_attachments_no_longer_valid() {
     assert_eq!(files(&data), ["cidsgc1_eth0.json", "cidsgc2_eth0.json"]);
     gc(json!([])).ok();
     assert_eq!(files(&data), ["cidsgc2_eth0.json"]);
+    // A dataDir that is a file holds no records: GC succeeds (it failed
+    // forever with `not a directory`).
+    let mut conf = keep[0].conf("1.1.0", json!({"name": "gcnet"}));
+    conf["dataDir"] = json!(data.join("cidsgc2_eth0.json").to_str());
+    conf["cni.dev/valid-attachments"] = json!([]);
+    keep[0].call("GC", &conf).run(ours()).ok();
+}
+
+/// A network name too long for a directory: the records directory is
+/// hashed (ADD failed with `file name too long`; the reference keeps no
+/// records and works), and GC still finds the network's backups.
+#[test]
+fn long_network_names_work() {
+    let c = Container::new("slnet");
+    let before = c.link();
+    let name = "n".repeat(300);
+    let conf = c.conf("1.1.0", json!({"mtu": 1400, "name": name}));
+    c.run("ADD", &conf).ok();
+    assert_eq!(c.link().mtu, 1400);
+    c.run("DEL", &conf).ok();
+    assert_eq!(c.link(), before);
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+    c.run("ADD", &conf).ok();
+    let mut gc = conf.clone();
+    gc.as_object_mut().unwrap().remove("prevResult");
+    gc["cni.dev/valid-attachments"] = json!([]);
+    c.call("GC", &gc).run(ours()).ok();
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
 }
 
 /// A disallowed sysctl is refused, and nothing changes: not the allowed
@@ -183,19 +260,102 @@ fn allowlist_refuses_and_nothing_changes() {
         .ok();
 }
 
-/// What can be restored is; what cannot is reported in the reference's
-/// words, and the backup stays for a retry.
+/// What can be restored is. A value no DEL could ever restore (invalid
+/// in the file, or refused by the kernel for the device) is noted and the
+/// backup goes: keeping it failed every DEL forever (the reference's DEL
+/// always succeeds).
 #[test]
-fn del_restores_what_it_can_and_reports_the_rest() {
+fn del_restores_what_it_can_and_drops_what_it_never_can() {
     let c = Container::new("spart");
     let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    let add = c.conf("1.0.0", json!({"mtu": 1400, "allmulti": true}));
+    for bad in [
+        "{\n \"mac\": \"zz\",\n \"mtu\": 1500\n}",
+        "{\n \"mtu\": 1500,\n \"txQLen\": -1\n}",
+        "{\n \"mtu\": 70000,\n \"allmulti\": false\n}",
+        "{\n \"mac\": \"01:00:5e:00:00:01\",\n \"mtu\": 1500\n}",
+    ] {
+        c.run("ADD", &add).ok();
+        std::fs::write(c.backup(), bad).unwrap();
+        let r = c.run("DEL", &conf);
+        r.ok();
+        assert!(r.stderr.contains("cannot ever be restored"), "{bad}: {r:?}");
+        assert!(c.data_files().is_empty(), "{bad}: {:?}", c.data_files());
+        let link = c.link();
+        if bad.contains("70000") {
+            assert!(!link.allmulti, "{bad}: {link:?}");
+        } else {
+            assert_eq!(link.mtu, 1500, "{bad}: {link:?}");
+        }
+        c.run("DEL", &conf).ok();
+    }
+}
+
+/// DEL with `dataDir` a file (no backup can be in it) succeeds, with and
+/// without the namespace; it failed forever with `not a directory`. A
+/// directory in the backup's place is not a backup: left, DEL succeeds.
+#[test]
+fn del_with_data_dir_a_file_or_backup_a_directory_succeeds() {
+    let c = Container::new("sddf");
+    let file = c.data.join("file");
+    std::fs::write(&file, "x").unwrap();
+    let mut conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    conf["dataDir"] = json!(file.to_str());
+    c.run("DEL", &conf).ok();
+    c.call("DEL", &conf).netns("").run(ours()).ok();
+
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    std::fs::create_dir(c.backup()).unwrap();
+    c.run("DEL", &conf).ok();
+    c.call("DEL", &conf).netns("").run(ours()).ok();
+    assert!(c.backup().is_dir());
+}
+
+/// A container ID whose backup name fits (the reference writes it) but
+/// not with a temporary file's prefix and suffix: ADD failed with `file
+/// name too long`. The Go plugin restores what ours saved under it.
+#[test]
+fn long_container_ids_are_saved_as_the_reference_saves_them() {
+    let mut c = Container::new("slong");
+    c.id = "a".repeat(255 - "_eth0.json".len());
+    let before = c.link();
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
     c.run("ADD", &conf).ok();
-    std::fs::write(c.backup(), "{\n \"mac\": \"zz\",\n \"mtu\": 1500\n}").unwrap();
-    let e = c.run("DEL", &conf).err(999);
+    assert_eq!(c.link().mtu, 1400);
+    assert!(c.backup_text().is_some(), "{:?}", c.data_files());
+    if std::path::Path::new(GO).exists() {
+        c.run_go("DEL", &conf).ok();
+    } else {
+        c.run("DEL", &conf).ok();
+    }
+    assert_eq!(c.link(), before);
+    assert!(c.backup_text().is_none());
+}
+
+/// An allowlist with a line that is not UTF-8 (a Latin-1 comment) and
+/// CRLF line ends: the entries before it still allow their keys (reading
+/// the file as text failed every ADD); a key that reaches the line fails
+/// with Go's regexp error.
+#[test]
+fn allowlist_lines_of_any_bytes() {
+    let c = Container::new("salb");
+    let list = TempDir::new("allowlist");
+    let file = list.join("allowlist.conf");
+    std::fs::write(
+        &file,
+        b"^net\\.core\\.somaxconn$\r\n# caf\xe9\r\n^net\\.ipv4\\.x$\r\n",
+    )
+    .unwrap();
+    let run = |key: &str| {
+        let conf = c.conf("1.0.0", json!({"sysctl": {key: "1"}}));
+        c.call("ADD", &conf)
+            .env("CNI_RS_TUNING_ALLOWLIST", file.to_str().unwrap())
+            .run(ours())
+    };
+    run("net.core.somaxconn").ok();
+    assert_eq!(c.sysctl("net/core/somaxconn"), "1");
     assert_eq!(
-        e["msg"],
-        "failed to restore MAC address: invalid args zz for MAC addr: address zz: invalid MAC address"
+        run("net.ipv4.conf.all.arp_notify").err(999)["msg"],
+        "error parsing regexp: invalid UTF-8: `\u{fffd}`"
     );
-    assert_eq!(c.link().mtu, 1500);
-    assert!(c.backup_text().is_some());
 }
