@@ -76,14 +76,13 @@ pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
         return own_name(name_of(argv0), arg1);
     };
     skel::invoke::in_process(ipam_entry);
-    let stdin = std::io::stdin();
+    // None of the three is locked for the whole run: an IPAM plugin run
+    // in-process on another thread may use the same streams (eprintln!)
+    // while this thread waits for it; each write or read locks on its own.
     entry(
         &|k| std::env::var(k).ok(),
-        &mut stdin.lock() as &mut dyn Read,
-        &mut std::io::stdout().lock() as &mut dyn Write,
-        // Not locked for the whole run: an IPAM plugin run in-process on
-        // another thread writes to the same stderr (eprintln!) while this
-        // thread waits for it.
+        &mut std::io::stdin() as &mut dyn Read,
+        &mut std::io::stdout() as &mut dyn Write,
         &mut std::io::stderr(),
     )
 }
