@@ -362,3 +362,29 @@ fn nftables_base_chain_is_reused_and_repaired() {
     }
     assert_eq!(masq_rules(), 0, "{}", chain("masq_checks"));
 }
+
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind): the container's links went with its
+/// namespace, so DEL releases the lease and removes the masquerade rules
+/// and succeeds (the reference, and we before, failed forever with
+/// `unknown FS magic`, the reference after releasing the lease). ADD and
+/// CHECK still refuse the path.
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_cleans_up() {
+    let host = Host::new("dfile");
+    let conf = host.conf("1.0.0", &["10.240.15.0/24"], json!({"ipMasq": true}));
+    let c = TestNetns::new("dfile1");
+    host.add(&conf, "c1", &c);
+    assert!(!rules_of(&host, "c1").is_empty());
+    let file = host.data.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    host.call("ADD", &conf, "c2", path, "eth0").err(8);
+    host.call("DEL", &conf, "c1", path, "eth0").ok();
+    assert!(host.leases().is_empty(), "{:?}", host.leases());
+    assert!(
+        rules_of(&host, "c1").is_empty(),
+        "{:?}",
+        rules_of(&host, "c1")
+    );
+}
