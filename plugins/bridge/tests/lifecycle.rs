@@ -388,3 +388,25 @@ fn del_with_a_netns_path_that_is_no_namespace_cleans_up() {
         rules_of(&host, "c1")
     );
 }
+
+/// ADD repeated for a live attachment (same container ID and ifname) in
+/// another namespace (a restarted sandbox whose old one is still there):
+/// host-local refuses the duplicate allocation, and the failed ADD leaves
+/// the first attachment's lease alone (its undo ran IPAM DEL, which
+/// released the address the first container still uses; the reference
+/// runs IPAM DEL only after an IPAM ADD that succeeded).
+#[test]
+fn failed_ipam_add_does_not_release_the_live_attachments_lease() {
+    let host = Host::new("dup");
+    let conf = host.conf("1.0.0", &["10.240.16.0/24"], json!({}));
+    let (a, b) = (TestNetns::new("dupa"), TestNetns::new("dupb"));
+    let r = host.add(&conf, "c1", &a);
+    let e = host.call("ADD", &conf, "c1", b.path(), "eth0").err(999);
+    assert!(
+        e["msg"].as_str().unwrap().contains("duplicate allocation"),
+        "{e}"
+    );
+    assert_eq!(host.leases(), vec![ip_of(&r, false)]);
+    assert!(!has_link(&b, "eth0"));
+    assert_eq!(ports(&host).len(), 1);
+}
