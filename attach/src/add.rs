@@ -24,9 +24,14 @@ pub struct Frame<'a> {
     ipam_type: &'a str,
     /// IPAM ADD started and not yet collected.
     running: Option<Running>,
-    /// IPAM ADD was started: a failed ADD runs IPAM DEL, which releases
-    /// whatever it took.
-    ipam_started: bool,
+    /// IPAM ADD succeeded: a failed ADD runs IPAM DEL, which releases
+    /// what it took. A failed IPAM ADD holds nothing (IPAM undoes its own
+    /// failure), and its DEL would release what an earlier ADD of the
+    /// same attachment holds: a retried ADD that host-local refuses as a
+    /// duplicate allocation took the live attachment's lease down with it.
+    /// As the reference, which runs IPAM DEL only after an IPAM ADD that
+    /// succeeded.
+    ipam_added: bool,
     /// The host end of the veth pair, by its (random, our own) name:
     /// deleting it removes the container end too, whatever that is called
     /// by now and whether or not the container's namespace is still there.
@@ -63,7 +68,6 @@ impl<'a> Frame<'a> {
             &a.path,
             &a.stdin,
         )?);
-        self.ipam_started = true;
         Ok(())
     }
 
@@ -85,7 +89,9 @@ impl<'a> Frame<'a> {
             .running
             .take()
             .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
-        let result = skel::invoke::wait_add(running, self.ipam_type, cni_version)?.into_v1()?;
+        let result = skel::invoke::wait_add(running, self.ipam_type, cni_version)?;
+        self.ipam_added = true;
+        let result = result.into_v1()?;
         if result.ips.is_empty() {
             return Err(Error::internal("IPAM plugin returned missing IP config"));
         }
@@ -96,7 +102,7 @@ impl<'a> Frame<'a> {
     fn undo(&mut self, host: &Netlink) -> Vec<Error> {
         let mut errors = Vec::new();
         if let Some(running) = self.running.take() {
-            let _ = running.wait();
+            self.ipam_added = running.wait().is_ok();
         }
         if let Some(name) = &self.veth
             && let Err(e) = veth::remove(host, name)
@@ -104,7 +110,7 @@ impl<'a> Frame<'a> {
             errors.push(e);
         }
         let a = self.args;
-        if self.ipam_started
+        if self.ipam_added
             && let Err(e) = skel::invoke::delegate(self.ipam_type, "DEL", &a.path, &a.stdin)
         {
             errors.push(e.into());
@@ -126,7 +132,7 @@ pub fn run<T, X: Extra>(
         args,
         ipam_type,
         running: None,
-        ipam_started: false,
+        ipam_added: false,
         veth: None,
     };
     let out = body(&mut frame, extra);

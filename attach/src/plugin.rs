@@ -28,6 +28,10 @@ fn done(outcome: Result<(), Error>) -> Outcome {
 
 impl skel::Plugin for Main {
     const USES_NETNS: bool = true;
+    /// The container's links went with its namespace; DEL still releases
+    /// the addresses and removes the firewall rules, which need none (the
+    /// reference fails forever with `unknown FS magic`).
+    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
 
     fn about(&self) -> String {
         skel::about(self.name)

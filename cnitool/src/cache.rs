@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 
 /// libcni's default cache directory.
 pub const DEFAULT_DIR: &str = "/var/lib/cni";
+/// The longest file name Linux file systems take.
+const NAME_MAX: usize = 255;
 /// The `kind` of a current cache entry.
 pub const KIND_V1: &str = "cniCacheV1";
 
@@ -116,16 +118,22 @@ impl Cache {
         self.dir.join("results")
     }
 
-    /// `results/<network>-<containerID>-<ifname>`.
+    /// `results/<network>-<containerID>-<ifname>`; a name longer than a
+    /// file name can be is refused, so ADD can check before the plugins
+    /// run (libcni finds out when it writes the result, after them).
     pub fn path(&self, network: &str, container_id: &str, ifname: &str) -> Result<PathBuf> {
         if network.is_empty() || container_id.is_empty() || ifname.is_empty() {
             return Err(Error::cache(format!(
                 "cache file path requires network name ({network:?}), container ID ({container_id:?}), and interface name ({ifname:?})"
             )));
         }
-        Ok(self
-            .results_dir()
-            .join(format!("{network}-{container_id}-{ifname}")))
+        let name = format!("{network}-{container_id}-{ifname}");
+        if name.len() > NAME_MAX {
+            return Err(Error::cache(format!(
+                "cache file name {name:?} is longer than {NAME_MAX} bytes: use a shorter network name, container ID or interface name"
+            )));
+        }
+        Ok(self.results_dir().join(name))
     }
 
     /// Write an entry (replacing any previous one).

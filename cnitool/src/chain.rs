@@ -178,6 +178,9 @@ impl Cni {
     /// ADD: run the chain in order and cache the final result.
     pub fn add(&self, list: &NetworkList, rt: &RuntimeConf) -> Result<CniResult> {
         Self::validate(list, rt)?;
+        // A result that cannot be cached would leave an attachment DEL
+        // knows nothing of: refuse before anything is set up.
+        self.cache.path(&list.name, &rt.container_id, &rt.ifname)?;
         let inv = self.invocation("ADD", rt);
         let mut prev: Option<CniResult> = None;
         for plugin in &list.plugins {

@@ -232,3 +232,33 @@ fn usage_errors_exit_2() {
     assert_eq!(help.code, 0);
     assert!(help.stdout.contains("exit status:"));
 }
+
+/// A container ID whose cache file name `<net>-<id>-<ifname>` is longer
+/// than a file name can be (255 bytes) is refused before any plugin runs:
+/// libcni runs the chain, then fails to cache the result, and the
+/// attachment is left without the cache its DEL needs.
+#[test]
+fn cache_name_too_long_is_refused_before_the_plugins_run() {
+    let s = Setup::new();
+    let result = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.240.0.2/24"}]});
+    let plugin = s.noop("a", json!({"ReportResult": result.to_string()}));
+    s.write_conf(
+        "net.conflist",
+        &json!({"cniVersion": "1.0.0", "name": "net", "plugins": [plugin]}),
+    );
+    let id = "c".repeat(255 - "net--eth0".len());
+    s.run(&["add", "net", NS, "--container-id", &id]).ok();
+    s.clear_log();
+    let long = format!("{id}x");
+    let err = s.run(&["add", "net", NS, "--container-id", &long]).fails(4);
+    assert_eq!(
+        err["msg"],
+        format!(
+            "cache file name \"net-{long}-eth0\" is longer than 255 bytes: use a shorter network name, container ID or interface name"
+        )
+    );
+    assert!(s.calls().is_empty(), "{:?}", order(&s.calls()));
+    // DEL still runs the plugins, without a cache.
+    s.run(&["del", "net", NS, "--container-id", &long]).ok();
+    assert_eq!(order(&s.calls()), pairs(&[("DEL", "a")]));
+}

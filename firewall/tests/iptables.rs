@@ -125,6 +125,39 @@ fn ipmasq_teardown_after_another_succeeds() {
     assert!(!left.contains("CNI-"), "{left}");
 }
 
+/// Two attachments of one container to one network (multus: eth0, eth1)
+/// share the reference's chain (`CNI-<hash(net + cid)>`). Removing one's
+/// rules removes only its own jumps: the other's masquerade stays, and
+/// the chain goes with the last attachment (it went with the first, and
+/// the other container interface lost its masquerade).
+#[test]
+fn ipmasq_teardown_keeps_the_chain_of_another_ifname() {
+    let ns = TestNetns::new("fwi3");
+    let eth1 = Owner {
+        ifname: "eth1",
+        ..OWNER
+    };
+    let (a0, a1) = (nets(&["10.33.0.2/24"]), nets(&["10.33.0.3/24"]));
+    let ipt = Scope::Only(Backend::Iptables);
+    inside(&ns, |nl| {
+        for (addrs, o) in [(&a0, &OWNER), (&a1, &eth1)] {
+            ipmasq::setup(nl, Backend::Iptables, addrs, o)
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        ipmasq::teardown(nl, ipt, &a1, &eth1).unwrap();
+        ipmasq::check(nl, ipt, &a0, &OWNER).unwrap();
+        assert!(ipmasq::check(nl, ipt, &a1, &eth1).is_err());
+    });
+    let left = nat(&ns, Family::V4);
+    assert!(left.contains("MASQUERADE"), "{left}");
+    assert!(!left.contains("-s 10.33.0.3/32"), "{left}");
+    inside(&ns, |nl| ipmasq::teardown(nl, ipt, &a0, &OWNER).unwrap());
+    let left = nat(&ns, Family::V4);
+    assert!(!left.contains("CNI-"), "{left}");
+}
+
 #[test]
 fn gc_removes_chains_of_invalid_attachments_of_the_network() {
     let ns = TestNetns::new("fwj");

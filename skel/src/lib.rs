@@ -80,8 +80,9 @@ pub trait Plugin {
     /// Whether DEL takes a `CNI_NETNS` that exists but is no namespace (a
     /// netns bind mount unmounted, its file left behind) for a gone
     /// namespace, as a missing path. For plugins whose Go DEL succeeds
-    /// there (tuning, bandwidth); the others answer code 8, as the
-    /// reference's fail.
+    /// there (tuning, bandwidth), and those whose cleanup needs no
+    /// namespace (bridge, ptp: addresses, firewall rules); the others
+    /// answer code 8, as the reference's fail.
     const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = false;
 
     /// `CNI <name> plugin <version>`, printed when `CNI_COMMAND` is unset.

@@ -5,8 +5,10 @@
 //! flushes it, so its content is exact either way, and the POSTROUTING
 //! jump is appended unconditionally. Only an ADD repeated for an
 //! attachment whose rules are still installed adds a second, identical
-//! jump; it changes no verdict, and teardown removes every jump to the
-//! chain, whatever its source address.
+//! jump; it changes no verdict, and teardown removes every jump from the
+//! attachment's addresses. The chain is the container's in the network,
+//! shared by its attachments (multus: eth0 and eth1): it goes with the
+//! last one.
 
 use cni_net::IpNetwork;
 
@@ -92,24 +94,65 @@ pub fn teardown_batch(save: &Save, chains: &[String]) -> Batch {
     b
 }
 
+/// The batch removing one attachment's jumps to `chain`: those from
+/// `addrs` (of `family`). The chain is shared by every attachment of the
+/// container to the network (the ifname plays no part in its name): it
+/// goes, with every jump, only when no other address jumps to it, or when
+/// `addrs` is empty (nothing tells the attachments apart).
+pub fn detach_batch(save: &Save, family: Family, chain: &str, addrs: &[IpNetwork]) -> Batch {
+    let (mine, others): (Vec<&str>, Vec<&str>) = save
+        .rules_referencing(TABLE, chain)
+        .into_iter()
+        .partition(|j| addrs.is_empty() || addrs.iter().any(|a| jumps_from(j, family, a)));
+    if others.is_empty() {
+        return teardown_batch(save, &[chain.to_string()]);
+    }
+    let mut b = Batch::new();
+    for line in mine {
+        b.delete_saved(TABLE, line);
+    }
+    b
+}
+
+/// Whether the saved rule `line` is a POSTROUTING jump from `a`.
+fn jumps_from(line: &str, family: Family, a: &IpNetwork) -> bool {
+    // As an address: `iptables-save` prints `::a00:2` as `::10.0.0.2`.
+    let src = [format!("{}/{}", a.ip(), family.host_prefix())];
+    let w = split_words(line);
+    w.get(1).map(String::as_str) == Some("POSTROUTING")
+        && w.windows(2)
+            .any(|p| p[0] == "-s" && iptables::same_words(&p[1..], &src))
+}
+
+/// Remove the jumps from `addrs` to `chain` in one family, and the chain
+/// when no other attachment uses it ([`detach_batch`]).
+pub fn detach(family: Family, chain: &str, addrs: &[IpNetwork]) -> Result<()> {
+    let save = iptables::save(family, TABLE)?;
+    restore_until_done(family, &save, |s| detach_batch(s, family, chain, addrs))
+}
+
 /// Remove `chains` and the jumps to them, in one family.
 pub fn teardown(family: Family, chains: &[String]) -> Result<()> {
     let save = iptables::save(family, TABLE)?;
     teardown_from(family, &save, chains)
 }
 
-/// Remove `chains` and the jumps to them as `save` shows them. When the
-/// batch fails because someone removed some of it meanwhile (another DEL
-/// of the attachment: ours with another dataDir, or the Go plugin's), the
-/// table is read again and what is left removed, for as long as what is
-/// left changes.
+/// Remove `chains` and the jumps to them as `save` shows them.
 pub fn teardown_from(family: Family, save: &Save, chains: &[String]) -> Result<()> {
-    let mut batch = teardown_batch(save, chains);
+    restore_until_done(family, save, |s| teardown_batch(s, chains))
+}
+
+/// Apply the batch `plan` makes of `save`. When it fails because someone
+/// removed some of it meanwhile (another DEL of the attachment: ours with
+/// another dataDir, or the Go plugin's), the table is read again and what
+/// is left removed, for as long as what is left changes.
+fn restore_until_done(family: Family, save: &Save, plan: impl Fn(&Save) -> Batch) -> Result<()> {
+    let mut batch = plan(save);
     loop {
         let Err(e) = iptables::restore(family, &batch) else {
             return Ok(());
         };
-        let now = teardown_batch(&iptables::save(family, TABLE)?, chains);
+        let now = plan(&iptables::save(family, TABLE)?);
         if now == batch {
             return Err(e);
         }
@@ -173,14 +216,7 @@ pub fn missing(addrs: &[IpNetwork], o: &Owner<'_>) -> Result<Vec<IpNetwork>> {
         let declared = save.chain_declared(TABLE, &chain);
         let jumps = save.rules_referencing(TABLE, &chain);
         for a in list {
-            // As an address: `iptables-save` prints `::a00:2` as `::10.0.0.2`.
-            let src = [format!("{}/{}", a.ip(), family.host_prefix())];
-            let jumped = jumps.iter().any(|j| {
-                let w = split_words(j);
-                w.get(1).map(String::as_str) == Some("POSTROUTING")
-                    && w.windows(2)
-                        .any(|p| p[0] == "-s" && iptables::same_words(&p[1..], &src))
-            });
+            let jumped = jumps.iter().any(|j| jumps_from(j, family, &a));
             if !declared || !jumped {
                 out.push(a);
             }

@@ -145,10 +145,10 @@ pub fn setup(
 }
 
 /// Remove the attachment's rules from the backends of `scope`: nftables
-/// rules by comment prefix, iptables chains by name with every jump to
-/// them, so no addresses are needed. `addrs` (from `prevResult` or the
-/// container's link, possibly empty) only narrows the iptables families
-/// read. A backend that is unusable here is skipped under
+/// rules by comment prefix, iptables jumps from `addrs` (from
+/// `prevResult` or the container's link) and the container's chain when
+/// no other attachment of it jumps there; with no addresses the chain and
+/// every jump to it, so none are needed. A backend that is unusable here is skipped under
 /// [`Scope::Every`].
 pub fn teardown(nl: &Netlink, scope: Scope, addrs: &[IpNetwork], o: &Owner<'_>) -> Result<()> {
     let mut errors = Vec::new();
@@ -158,7 +158,7 @@ pub fn teardown(nl: &Netlink, scope: Scope, addrs: &[IpNetwork], o: &Owner<'_>) 
     if scope.includes(Backend::Iptables) {
         let chain = iptables_chain(o.network, o.container_id);
         for family in families(addrs) {
-            let r = iptables::teardown(family, std::slice::from_ref(&chain));
+            let r = iptables::detach(family, &chain, &of_family(addrs, family));
             keep_error(&mut errors, scope, r);
         }
     }

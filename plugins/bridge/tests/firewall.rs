@@ -149,3 +149,27 @@ fn rules_of_the_go_bridge_are_removed_by_ours_and_the_reverse() {
         rules_of(&host, "c3")
     );
 }
+
+/// One container attached twice to one network (multus: eth0 and eth1),
+/// with either masquerade backend: DEL of eth1 leaves eth0's masquerade
+/// and spoof check in place (CHECK of eth0 reads them back); DEL of eth0
+/// then removes the rest. With iptables both share the reference's chain
+/// `CNI-<hash(net + cid)>`: DEL of eth1 removed it with eth0's jump.
+#[test]
+fn del_of_one_attachment_keeps_the_other_ifnames_rules() {
+    for backend in ["iptables", "nftables"] {
+        let host = Host::new("mu");
+        let conf = conf(&host, json!({"ipMasqBackend": backend}));
+        let c = TestNetns::new("mu1");
+        let r0 = host.add(&conf, "c1", &c);
+        let r1 = host.call("ADD", &conf, "c1", c.path(), "eth1").ok();
+        host.call("DEL", &with_prev(&conf, &r1), "c1", c.path(), "eth1")
+            .ok();
+        host.call("CHECK", &with_prev(&conf, &r0), "c1", c.path(), "eth0")
+            .ok();
+        host.call("DEL", &with_prev(&conf, &r0), "c1", c.path(), "eth0")
+            .ok();
+        let left = rules_of(&host, "c1");
+        assert!(left.is_empty(), "{backend}: {left:#?}");
+    }
+}

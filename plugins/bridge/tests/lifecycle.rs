@@ -362,3 +362,51 @@ fn nftables_base_chain_is_reused_and_repaired() {
     }
     assert_eq!(masq_rules(), 0, "{}", chain("masq_checks"));
 }
+
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind): the container's links went with its
+/// namespace, so DEL releases the lease and removes the masquerade rules
+/// and succeeds (the reference, and we before, failed forever with
+/// `unknown FS magic`, the reference after releasing the lease). ADD and
+/// CHECK still refuse the path.
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_cleans_up() {
+    let host = Host::new("dfile");
+    let conf = host.conf("1.0.0", &["10.240.15.0/24"], json!({"ipMasq": true}));
+    let c = TestNetns::new("dfile1");
+    host.add(&conf, "c1", &c);
+    assert!(!rules_of(&host, "c1").is_empty());
+    let file = host.data.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    host.call("ADD", &conf, "c2", path, "eth0").err(8);
+    host.call("DEL", &conf, "c1", path, "eth0").ok();
+    assert!(host.leases().is_empty(), "{:?}", host.leases());
+    assert!(
+        rules_of(&host, "c1").is_empty(),
+        "{:?}",
+        rules_of(&host, "c1")
+    );
+}
+
+/// ADD repeated for a live attachment (same container ID and ifname) in
+/// another namespace (a restarted sandbox whose old one is still there):
+/// host-local refuses the duplicate allocation, and the failed ADD leaves
+/// the first attachment's lease alone (its undo ran IPAM DEL, which
+/// released the address the first container still uses; the reference
+/// runs IPAM DEL only after an IPAM ADD that succeeded).
+#[test]
+fn failed_ipam_add_does_not_release_the_live_attachments_lease() {
+    let host = Host::new("dup");
+    let conf = host.conf("1.0.0", &["10.240.16.0/24"], json!({}));
+    let (a, b) = (TestNetns::new("dupa"), TestNetns::new("dupb"));
+    let r = host.add(&conf, "c1", &a);
+    let e = host.call("ADD", &conf, "c1", b.path(), "eth0").err(999);
+    assert!(
+        e["msg"].as_str().unwrap().contains("duplicate allocation"),
+        "{e}"
+    );
+    assert_eq!(host.leases(), vec![ip_of(&r, false)]);
+    assert!(!has_link(&b, "eth0"));
+    assert_eq!(ports(&host).len(), 1);
+}

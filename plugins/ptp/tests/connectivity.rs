@@ -119,6 +119,8 @@ fn point_to_point_layout_is_the_reference() {
 #[test]
 fn ipv6_only() {
     let h = host("p6");
+    // A new namespace copies the machine's IPv4 settings: start from off.
+    h.sh(&["sysctl", "-qw", "net.ipv4.ip_forward=0"]);
     let conf = conf(&h, "1.0.0", &["fd40:33::/64"], json!({}));
     let (c1, c2) = (TestNetns::new("p61"), TestNetns::new("p62"));
     let r1 = h.add(&conf, "c1", &c1);

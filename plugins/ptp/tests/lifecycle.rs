@@ -83,6 +83,46 @@ fn del_is_idempotent_also_without_the_namespace() {
     assert!(eventually(|| veths(&h).is_empty()), "{:?}", veths(&h));
 }
 
+/// A `CNI_NETNS` that is there but no namespace (a netns bind mount
+/// unmounted, its file left behind): DEL releases the lease, removes the
+/// masquerade rules and succeeds (the reference fails forever with
+/// `unknown FS magic`). ADD still refuses the path.
+#[test]
+fn del_with_a_netns_path_that_is_no_namespace_cleans_up() {
+    let h = host("df");
+    let conf = conf(&h, "1.0.0", &["10.240.45.0/24"], json!({"ipMasq": true}));
+    let c = TestNetns::new("dfc");
+    h.add(&conf, "c1", &c);
+    assert!(!rules_of(&h, "c1").is_empty());
+    let file = h.data.join("netns-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    h.call("ADD", &conf, "c2", path, "eth0").err(8);
+    h.call("DEL", &conf, "c1", path, "eth0").ok();
+    assert!(h.leases().is_empty(), "{:?}", h.leases());
+    assert!(rules_of(&h, "c1").is_empty(), "{:?}", rules_of(&h, "c1"));
+}
+
+/// ADD repeated for a live attachment (same container ID and ifname) in
+/// another namespace: host-local refuses the duplicate allocation, and the
+/// failed ADD leaves the first attachment's lease alone (its undo released
+/// it).
+#[test]
+fn failed_ipam_add_does_not_release_the_live_attachments_lease() {
+    let h = host("dup");
+    let conf = conf(&h, "1.0.0", &["10.240.52.0/24"], json!({}));
+    let (a, b) = (TestNetns::new("dupa"), TestNetns::new("dupb"));
+    let r = h.add(&conf, "c1", &a);
+    let e = h.call("ADD", &conf, "c1", b.path(), "eth0").err(999);
+    assert!(
+        e["msg"].as_str().unwrap().contains("duplicate allocation"),
+        "{e}"
+    );
+    assert_eq!(h.leases(), vec![ip_of(&r, false)]);
+    assert!(!has_link(&b, "eth0"));
+    assert_eq!(veths(&h).len(), 1);
+}
+
 /// A failing IPAM DEL does not stop DEL: the interface and the masquerade
 /// rules go, and the error is reported (the reference stops at it).
 #[test]
