@@ -150,12 +150,15 @@ fn ptp_with_static_in_process_adds_checks_and_deletes() {
     c.delete();
 }
 
-/// Run the multi-call binary as `bin` with `env` and `stdin`, killed after
-/// ten seconds (a hang fails the test instead of blocking it).
-fn run_bounded(bin: &Path, env: &[(&str, &str)], stdin: &str) -> std::process::Output {
+/// Run the multi-call binary as `bin` in namespace `netns` with `env` and
+/// `stdin`, killed after ten seconds (a hang fails the test instead of
+/// blocking it).
+fn run_bounded(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &str) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", netns])
+        .arg(bin)
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -200,7 +203,10 @@ fn in_process_ipam_writing_to_stderr_does_not_hang_its_caller() {
         "ipam": {"type": "host-local", "dataDir": data.to_str(),
                  "ranges": [[{"subnet": "10.240.14.0/24"}]]}});
     let env = [("CNI_COMMAND", "GC"), ("CNI_PATH", dir.to_str())];
-    let out = run_bounded(&paths[0], &env, &conf.to_string());
+    // In a throwaway namespace, as every plugin call of the tests that
+    // could touch "host" state.
+    let host = TestNetns::new("mcgc");
+    let out = run_bounded(host.name(), &paths[0], &env, &conf.to_string());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     assert!(out.stdout.is_empty());
