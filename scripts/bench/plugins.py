@@ -41,6 +41,10 @@ class PluginSteps:
             conf.update({"ingressRate": 8000000, "ingressBurst": 80000, "egressRate": 8000000, "egressBurst": 80000})
         elif plugin == "firewall":
             conf["backend"] = "iptables"
+        if plugin in ("portmap", "tuning", "firewall"):
+            # State of the run's own, not the machine's /run/cni (the
+            # reference's portmap and firewall v1.1.1 ignore the key).
+            conf["dataDir"] = os.path.join(self.tmp, suite.key, f"{plugin}-data")
         return conf
 
     def ptp_conf(self, suite, tag, third):
