@@ -275,57 +275,6 @@ fn unknown_names_fail_with_a_cni_error_and_odd_argv0_uses_the_file_name() {
     assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI tuning plugin"));
 }
 
-/// Install, in the child about to exec, a seccomp filter that makes
-/// `close_range` fail with ENOSYS, as on kernels before 5.9 (where the
-/// static release binary runs too). Syscall 436 on every architecture.
-fn refuse_close_range() -> std::io::Result<()> {
-    use nix::libc;
-    let filter = [
-        libc::sock_filter {
-            code: 0x20,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        libc::sock_filter {
-            code: 0x15,
-            jt: 0,
-            jf: 1,
-            k: 436,
-        },
-        libc::sock_filter {
-            code: 0x06,
-            jt: 0,
-            jf: 0,
-            k: 0x0005_0000 | libc::ENOSYS as u32,
-        },
-        libc::sock_filter {
-            code: 0x06,
-            jt: 0,
-            jf: 0,
-            k: 0x7fff_0000,
-        },
-    ];
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr().cast_mut(),
-    };
-    // SAFETY: plain prctl calls with a filter that outlives them.
-    let ok = unsafe {
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-            && libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER,
-                &raw const prog,
-            ) == 0
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// Without `close_range`, bridge ADD and DEL with nftables masquerade
 /// (whose netfilter socket a child releases) and ptp DEL (whose veth a
 /// child deletes) finish and close their stdout: the children close every
@@ -367,7 +316,7 @@ fn without_close_range_plugins_still_finish() {
             .stderr(Stdio::piped())
             .process_group(0);
         // SAFETY: the closure makes only prctl calls.
-        unsafe { child.pre_exec(refuse_close_range) };
+        unsafe { child.pre_exec(testsupport::seccomp::refuse_close_range) };
         let mut child = child.spawn().unwrap();
         child
             .stdin

@@ -105,58 +105,6 @@ mod tests {
     use std::io::Read;
     use std::os::fd::AsRawFd;
 
-    /// Make `close_range` fail with ENOSYS in this (child) process, as on
-    /// a kernel before 5.9: a seccomp filter on its syscall number (436 on
-    /// every architecture).
-    unsafe fn without_close_range() {
-        const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-        const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-        let filter = [
-            // A = seccomp_data.nr
-            libc::sock_filter {
-                code: 0x20,
-                jt: 0,
-                jf: 0,
-                k: 0,
-            },
-            // if A == 436 next else skip one
-            libc::sock_filter {
-                code: 0x15,
-                jt: 0,
-                jf: 1,
-                k: 436,
-            },
-            libc::sock_filter {
-                code: 0x06,
-                jt: 0,
-                jf: 0,
-                k: SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
-            },
-            libc::sock_filter {
-                code: 0x06,
-                jt: 0,
-                jf: 0,
-                k: SECCOMP_RET_ALLOW,
-            },
-        ];
-        let prog = libc::sock_fprog {
-            len: filter.len() as u16,
-            filter: filter.as_ptr().cast_mut(),
-        };
-        // SAFETY: plain prctl calls with a filter that lives across them.
-        unsafe {
-            assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-            assert_eq!(
-                libc::prctl(
-                    libc::PR_SET_SECCOMP,
-                    libc::SECCOMP_MODE_FILTER,
-                    &raw const prog
-                ),
-                0
-            );
-        }
-    }
-
     /// Fork; the child (close_range refused or not) closes all but the
     /// report pipe and reports which of the first 256 descriptors are
     /// still open, one byte each.
@@ -171,7 +119,7 @@ mod tests {
         match unsafe { nix::unistd::fork() }.unwrap() {
             nix::unistd::ForkResult::Child => unsafe {
                 if refuse_close_range {
-                    without_close_range();
+                    testsupport::seccomp::refuse_close_range().unwrap();
                 }
                 close_all_but(&[w]);
                 let mut open = [0u8; 256];
