@@ -49,14 +49,22 @@ if [ ${#missing[@]} -gt 0 ]; then
     # (unless the machine has its own), and the unit is disabled after.
     policy=/usr/sbin/policy-rc.d
     own_policy=
+    # An interrupted install must not leave it behind: it would forbid
+    # every later package's service start on this machine.
     if [ ! -e "$policy" ]; then
+        trap 'rm -f "$policy"' EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
         printf '#!/bin/sh\nexit 101\n' >"$policy"
         chmod +x "$policy"
         own_policy=1
     fi
     status=0
     apt-get install -y -qq "${missing[@]}" >/dev/null || status=$?
-    [ -z "$own_policy" ] || rm -f "$policy"
+    if [ -n "$own_policy" ]; then
+        rm -f "$policy"
+        trap - EXIT INT TERM
+    fi
     [ "$status" = 0 ] || exit "$status"
     if [[ " ${missing[*]} " == *" firewalld "* ]] && [ -d /run/systemd/system ]; then
         systemctl disable --now firewalld >/dev/null 2>&1 || true

@@ -25,6 +25,12 @@ use crate::types::CniResult;
 /// Find `name` in the `:`-separated `path`, as the reference's `FindInPath`:
 /// any regular file of that name counts; names with `/` are refused.
 pub fn find_in_path(name: &str, path: &str) -> Result<PathBuf, Error> {
+    find(name, path).map(|(path, _)| path)
+}
+
+/// [`find_in_path`], with the file's metadata (followed through symlinks,
+/// as exec follows them) from the stat that found it.
+fn find(name: &str, path: &str) -> Result<(PathBuf, std::fs::Metadata), Error> {
     if name.is_empty() {
         return Err(Error::internal("no plugin name provided"));
     }
@@ -37,8 +43,10 @@ pub fn find_in_path(name: &str, path: &str) -> Result<PathBuf, Error> {
     }
     for dir in &dirs {
         let candidate = Path::new(dir).join(name);
-        if candidate.metadata().map(|m| m.is_file()).unwrap_or(false) {
-            return Ok(candidate);
+        if let Ok(m) = candidate.metadata()
+            && m.is_file()
+        {
+            return Ok((candidate, m));
         }
     }
     Err(Error::internal(format!(
@@ -70,14 +78,14 @@ pub fn in_process(lookup: Lookup) {
     let _ = IN_PROCESS.set(lookup);
 }
 
-/// Whether `bin` is the file this process runs (exec follows symlinks, so
-/// does this).
-fn is_this_executable(bin: &Path) -> bool {
+/// Whether the file of metadata `bin` (symlinks followed, as exec follows
+/// them) is the file this process runs.
+fn is_this_executable(bin: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     static SELF: OnceLock<Option<(u64, u64)>> = OnceLock::new();
-    let id = |m: std::fs::Metadata| (m.dev(), m.ino());
-    let me = *SELF.get_or_init(|| std::fs::metadata("/proc/self/exe").ok().map(id));
-    me.is_some() && bin.metadata().ok().map(id) == me
+    let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+    let me = *SELF.get_or_init(|| std::fs::metadata("/proc/self/exe").ok().as_ref().map(id));
+    me == Some(id(bin))
 }
 
 /// A delegated plugin started by [`start`].
@@ -101,9 +109,10 @@ const BUSY_DELAY: Duration = Duration::from_millis(200);
 /// with [`Running::wait`] (also on the caller's error paths, before any
 /// cleanup that must follow the plugin's own work).
 pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Result<Running, Error> {
-    let bin = find_in_path(plugin, cni_path)?;
+    // The stat that found the file tells whether it is this executable.
+    let (bin, meta) = find(plugin, cni_path)?;
     if let Some(entry) = IN_PROCESS.get().and_then(|lookup| lookup(plugin))
-        && is_this_executable(&bin)
+        && is_this_executable(&meta)
         && let Some(thread) = start_thread(entry, plugin, command, stdin)
     {
         return Ok(Running(Inner::Thread(thread)));

@@ -11,7 +11,7 @@ use skel::conf::NetConf;
 use skel::{CmdArgs, Netns};
 
 use crate::config::Config;
-use crate::shape::{failed, redirected_from, redirects, unshape};
+use crate::shape::{failed, redirected_from, unshape};
 use crate::{Error, ifb, veth};
 
 /// Remove the attachment's IFB device, and our qdiscs from the host end of
@@ -41,12 +41,11 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     };
     // The IFB our veth redirects to is ours; otherwise (no namespace, or
     // a refused ADD) it may serve another attachment (below).
-    let ours = match (&veth, &dev) {
-        (Some(veth), Some(dev)) => redirects(&host, veth, dev),
-        _ => false,
-    };
+    let mut ours = false;
     if let Some(veth) = &veth {
-        errors.extend(unshape(&host, veth, dev.as_ref(), ingress_tbf(&args.stdin)));
+        let (failed, redirected) = unshape(&host, veth, dev.as_ref(), ingress_tbf(&args.stdin));
+        errors.extend(failed);
+        ours = redirected;
     }
     if let Some(dev) = &dev {
         // Another attachment of the container to this network (another

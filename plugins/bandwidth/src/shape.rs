@@ -195,22 +195,29 @@ impl<'a> Undo<'a> {
 /// Remove from the host end `veth` what ADD put there for the IFB
 /// `ifb`: the ingress qdisc when it holds nothing but our redirect, and
 /// the root qdisc when it is `tbf` (ADD's, from the same limits). Anything
-/// else is left alone. Returns the failures.
-pub fn unshape(nl: &Netlink, veth: &Link, ifb: Option<&Link>, tbf: Option<Tbf>) -> Vec<Error> {
+/// else is left alone. Returns the failures, and whether `veth`'s ingress
+/// redirected everything to `ifb` (as [`redirects`] tells, from the same
+/// listing of its filters).
+pub fn unshape(
+    nl: &Netlink,
+    veth: &Link,
+    ifb: Option<&Link>,
+    tbf: Option<Tbf>,
+) -> (Vec<Error>, bool) {
     let mut errors = Vec::new();
+    let mut redirected = false;
     let mut remove = |r: cni_net::Result<()>| match r {
         Err(e) if !e.is_not_found() => errors.push(failed("remove qdisc")(e)),
         _ => {}
     };
     if let Some(ifb) = ifb {
         match nl.filters(veth, tc::INGRESS_HANDLE) {
-            Ok(filters)
-                if filters.iter().any(|f| f.redirects_all_to(ifb.index))
-                    && filters.iter().all(|f| is_ours(f, ifb.index)) =>
-            {
-                remove(nl.delete_qdisc(veth, tc::INGRESS_PARENT, tc::INGRESS_HANDLE));
+            Ok(filters) => {
+                redirected = filters.iter().any(|f| f.redirects_all_to(ifb.index));
+                if redirected && filters.iter().all(|f| is_ours(f, ifb.index)) {
+                    remove(nl.delete_qdisc(veth, tc::INGRESS_PARENT, tc::INGRESS_HANDLE));
+                }
             }
-            Ok(_) => {}
             Err(e) => remove(Err(e)),
         }
     }
@@ -223,7 +230,7 @@ pub fn unshape(nl: &Netlink, veth: &Link, ifb: Option<&Link>, tbf: Option<Tbf>) 
             Err(e) => remove(Err(e)),
         }
     }
-    errors
+    (errors, redirected)
 }
 
 /// A veth of the host, other than `except`, whose ingress redirects
