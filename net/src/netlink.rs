@@ -276,7 +276,11 @@ unsafe fn hold_until_closed(keep: i32, gate: i32) -> ! {
     unsafe {
         crate::child_fds::close_all_but(&[keep, gate]);
         let mut b = 0u8;
-        while libc::read(gate, (&raw mut b).cast(), 1) < 0 {}
+        // Only an interrupted read is retried: any other error would come
+        // back at once, forever (a child spinning on a CPU).
+        while libc::read(gate, (&raw mut b).cast(), 1) < 0
+            && *libc::__errno_location() == libc::EINTR
+        {}
         // Wait out a grace period before closing (MEMBARRIER_CMD_GLOBAL is
         // a synchronize_rcu): by then the cleanup is usually done, so the
         // close does not wait for it while holding the namespace's
