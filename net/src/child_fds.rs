@@ -20,7 +20,8 @@ use nix::libc;
 pub(crate) unsafe fn close_all_but(keep: &[i32]) {
     // SAFETY: see the function's contract.
     unsafe {
-        if !close_ranges(keep) {
+        // close_ranges keeps at most four descriptors.
+        if keep.len() > 4 || !close_ranges(keep) {
             close_listed(keep);
         }
     }
@@ -106,14 +107,17 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     /// Fork; the child (close_range refused or not) closes all but the
-    /// report pipe and reports which of the first 256 descriptors are
-    /// still open, one byte each.
-    fn open_after_closing(refuse_close_range: bool) -> (i32, Vec<i32>) {
+    /// report pipe and the read ends of the first `more` extra pipes, and
+    /// reports which of the first 256 descriptors are still open, one
+    /// byte each. Returns the descriptors kept, sorted, and those open.
+    fn open_after_closing(refuse_close_range: bool, more: usize) -> (Vec<i32>, Vec<i32>) {
         let (mut report_r, report_w) = std::io::pipe().unwrap();
         // Descriptors the child must close: pipes and a file.
         let extra: Vec<_> = (0..5).map(|_| std::io::pipe().unwrap()).collect();
         let file = std::fs::File::open("/proc/self/stat").unwrap();
         let w = report_w.as_raw_fd();
+        let mut keep: Vec<i32> = extra[..more].iter().map(|p| p.0.as_raw_fd()).collect();
+        keep.push(w);
         // SAFETY: the child makes only raw syscalls (prctl, close, fcntl,
         // write, _exit) before it exits.
         match unsafe { nix::unistd::fork() }.unwrap() {
@@ -121,7 +125,7 @@ mod tests {
                 if refuse_close_range {
                     testsupport::seccomp::refuse_close_range().unwrap();
                 }
-                close_all_but(&[w]);
+                close_all_but(&keep);
                 let mut open = [0u8; 256];
                 for (fd, o) in open.iter_mut().enumerate() {
                     *o = u8::from(libc::fcntl(fd as i32, libc::F_GETFD) >= 0);
@@ -141,7 +145,8 @@ mod tests {
                     .filter(|(_, o)| **o == 1)
                     .map(|(fd, _)| fd as i32)
                     .collect();
-                (w, fds)
+                keep.sort_unstable();
+                (keep, fds)
             }
         }
     }
@@ -149,8 +154,10 @@ mod tests {
     #[test]
     fn a_child_keeps_only_the_named_descriptors_with_or_without_close_range() {
         for refuse in [false, true] {
-            let (w, open) = open_after_closing(refuse);
-            assert_eq!(open, [w], "close_range refused: {refuse}");
+            for more in [0, 4] {
+                let (keep, open) = open_after_closing(refuse, more);
+                assert_eq!(open, keep, "close_range refused: {refuse}");
+            }
         }
     }
 

@@ -7,7 +7,7 @@
 //! `ConntrackDeleteFilters`): one dump of the family's table, the filter
 //! applied here, then one delete per chosen entry, by its original tuple,
 //! zone and id (so an entry that was replaced meanwhile is left alone).
-//! The deletes are pipelined: one round trip for all of them. An entry
+//! The deletes are pipelined: one round trip per 64 of them. An entry
 //! that is gone by the time its delete arrives counts as deleted.
 //!
 //! ```no_run

@@ -54,6 +54,13 @@ const MSG_DONTWAIT: i32 = 0x40;
 /// while it was read) is retried, as the reference's netlinksafe does.
 const DUMP_ATTEMPTS: usize = 5;
 
+/// At most this many pipelined requests wait for their answers at once.
+/// The kernel queues every answer on our socket as it handles the request,
+/// and drops what does not fit in the receive buffer (about 200 KiB: some
+/// 250 acks, each a small skb with its overhead); waiting for a dropped
+/// answer would never end (3000 conntrack deletes in one go hung).
+const PIPELINE_WINDOW: usize = 64;
+
 fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
@@ -269,7 +276,11 @@ unsafe fn hold_until_closed(keep: i32, gate: i32) -> ! {
     unsafe {
         crate::child_fds::close_all_but(&[keep, gate]);
         let mut b = 0u8;
-        while libc::read(gate, (&raw mut b).cast(), 1) < 0 {}
+        // Only an interrupted read is retried: any other error would come
+        // back at once, forever (a child spinning on a CPU).
+        while libc::read(gate, (&raw mut b).cast(), 1) < 0
+            && *libc::__errno_location() == libc::EINTR
+        {}
         // Wait out a grace period before closing (MEMBARRIER_CMD_GLOBAL is
         // a synchronize_rcu): by then the cleanup is usually done, so the
         // close does not wait for it while holding the namespace's
@@ -545,14 +556,22 @@ impl Conn {
     /// Send several non-dump requests before reading any answer (the
     /// kernel handles them in order, each on its own), then collect each
     /// one's replies: one round trip instead of one per request.
+    /// At most [`PIPELINE_WINDOW`] requests are sent ahead of their answers.
     pub(crate) fn pipeline(&self, reqs: Vec<(&str, Msg)>) -> Vec<Result<Replies>> {
-        let sent: Vec<_> = reqs
-            .into_iter()
-            .map(|(op, mut msg)| (op, self.send(op, &mut msg)))
-            .collect();
-        sent.into_iter()
-            .map(|(op, seq)| seq.and_then(|s| self.collect(op, s).map(|(r, _)| r)))
-            .collect()
+        let mut out = Vec::with_capacity(reqs.len());
+        let mut reqs = reqs.into_iter().peekable();
+        while reqs.peek().is_some() {
+            let sent: Vec<_> = reqs
+                .by_ref()
+                .take(PIPELINE_WINDOW)
+                .map(|(op, mut msg)| (op, self.send(op, &mut msg)))
+                .collect();
+            out.extend(
+                sent.into_iter()
+                    .map(|(op, seq)| seq.and_then(|s| self.collect(op, s).map(|(r, _)| r))),
+            );
+        }
+        out
     }
 
     /// Send `msgs` as one datagram (an nfnetlink batch: the kernel applies

@@ -140,3 +140,31 @@ fn route_get_names_the_output_link() {
     let unreachable: IpAddr = "192.0.2.1".parse().unwrap();
     assert!(nl.route_get(unreachable).is_err());
 }
+
+/// Thousands of entries chosen at once are all deleted: the deletes'
+/// acknowledgements would overflow the socket's receive buffer if every
+/// delete were sent before any answer was read (the kernel drops what does
+/// not fit, and waiting for a dropped answer never ends).
+#[test]
+fn thousands_of_entries_are_deleted() {
+    let ns = tracked_ns();
+    let n = 3000;
+    let script = format!(
+        "for i in $(seq 1 {n}); do conntrack -I -p udp -s 10.240.7.2 -d 10.240.7.1 \
+         --sport $((10000 + i)) --dport 5353 --timeout 300 2>/dev/null || exit 1; done"
+    );
+    let out = ns.exec_output(&["sh", "-c", &script]);
+    assert!(out.status.success(), "{out:?}");
+    let nl = Netlink::in_netns(&File::open(ns.path()).unwrap()).unwrap();
+    let chosen = |e: &Entry| e.orig.proto == UDP && e.orig.dport == 5353;
+    assert_eq!(
+        nl.conntrack_list(false)
+            .unwrap()
+            .iter()
+            .filter(|e| chosen(e))
+            .count(),
+        n
+    );
+    assert_eq!(nl.conntrack_delete_where(false, chosen).unwrap(), n);
+    assert!(oracle(&ns, "ipv4").iter().all(|t| t.3 != 5353));
+}

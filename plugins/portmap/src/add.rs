@@ -51,6 +51,8 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
         recorded: false,
         previous: None,
     };
+    // Held until the undo is done too: it puts the record back.
+    let _lock = record::lock(&conf.data_dir)?;
     match install(&mut undo, &addrs) {
         Ok(()) => Ok(prev),
         Err(e) => Err(undo.run(e)),
@@ -63,7 +65,6 @@ fn net_error(e: cni_net::Error) -> Error {
 
 fn install(u: &mut Undo<'_>, addrs: &[IpNetwork]) -> Result<(), Error> {
     let (conf, cid, ifname) = (u.conf, u.args.container_id.as_str(), &u.args.ifname);
-    let _lock = record::lock(&conf.data_dir)?;
     u.previous = record::snapshot(&conf.data_dir, &conf.name, cid, ifname);
     record::write(conf, cid, ifname, u.backend, addrs)?;
     u.recorded = true;

@@ -64,17 +64,24 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 
 /// The nftables rules commented `cid`, in both families, except those
 /// of the container's other attachments (they match another network's
-/// record, or this network's on another interface).
+/// record, or this network's on another interface). The records, every
+/// network's, are read only when the container has such rules.
 fn remove_nft(
     host: &Netlink,
     conf: &Config,
     (cid, ifname): (&str, &str),
     targets: &mut Vec<Target>,
 ) -> Result<(), cni_firewall::Error> {
-    let others = record::of_container_others(&conf.data_dir, &conf.name, cid, ifname);
+    let mut others = None;
     for v6 in [false, true] {
         let mut found = nft::find(host, v6, cid)?;
-        for r in &others {
+        if found.is_empty() {
+            continue;
+        }
+        let others = others.get_or_insert_with(|| {
+            record::of_container_others(&conf.data_dir, &conf.name, cid, ifname)
+        });
+        for r in others.iter() {
             for addr in r.addrs.iter().filter(|a| a.is_ipv6() == v6) {
                 let theirs = nft::matching(&found, &nft::rules(&r.conf, addr, cid));
                 found.retain(|f| !theirs.contains(f));

@@ -252,6 +252,42 @@ fn no_mappings_touch_nothing() {
     }
 }
 
+/// DEL with the backend unset looks for nftables rules too; when the
+/// container has none (iptables rules only), it reads no other
+/// attachment's record (it read every record of every network).
+#[test]
+fn iptables_del_reads_no_other_record() {
+    let lab = Lab::new("pr");
+    let (a, ra) = lab.container("ca");
+    let (b, rb) = lab.container("cb");
+    let conf = lab.conf(None, maps(), json!({}));
+    lab.portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+        .ok();
+    lab.portmap("ADD", &with_prev(&conf, &rb), "cb", b.path())
+        .ok();
+    assert_eq!(lab.records(), 2);
+    let traced = testsupport::strace::Traced::new(
+        "portmap",
+        lab.host.ns.name(),
+        &["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+        "",
+        "openat",
+        bin(),
+    );
+    lab.host
+        .request("DEL", &conf, "ca", "", "eth0")
+        .run(&traced.wrapper)
+        .ok();
+    let trace = traced.log();
+    assert!(trace.contains("ca:eth0"), "{trace}");
+    assert!(!trace.contains("cb:eth0"), "{trace}");
+    assert!(lab.rules_of(None, "ca").is_empty());
+    assert!(!lab.rules_of(None, "cb").is_empty());
+    assert_eq!(lab.records(), 1);
+    lab.portmap("DEL", &conf, "cb", "").ok();
+    assert!(lab.rules_of(None, "cb").is_empty());
+}
+
 /// One container attached twice to the network (multus: eth0 and net1),
 /// with nftables: DEL of one attachment, with or without its mappings,
 /// leaves the other's rules (both carry the bare container ID as comment;
