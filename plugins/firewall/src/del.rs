@@ -99,12 +99,8 @@ pub fn remove(
             errors.push(e.to_string());
         }
     }
-    let firewalld = match scope {
-        Scope::Only(b) => b == Backend::Firewalld,
-        Scope::Every => !mine.is_empty() && firewalld::running(),
-    };
-    if firewalld && !mine.is_empty() {
-        errors.extend(firewalld::del(&conf.zone, &mine));
+    if scope.includes(Backend::Firewalld) && !mine.is_empty() {
+        errors.extend(firewalld::del(&conf.zone, &mine, scope == Scope::Every));
     }
 }
 
