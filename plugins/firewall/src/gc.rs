@@ -37,7 +37,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
             &conf,
             (&r.container_id, &r.ifname),
             &r.addrs,
-            &held,
+            &|| held.clone(),
             b,
             false,
             &mut errors,
