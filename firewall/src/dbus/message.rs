@@ -237,5 +237,10 @@ pub fn declared_len(head: &[u8]) -> Res<usize> {
     let (big_endian, _, _) = fixed_header(&fixed)?;
     let body = read_u32(&head[4..8], big_endian) as usize;
     let fields = read_u32(&head[12..16], big_endian) as usize;
-    Ok((16 + fields).next_multiple_of(8) + body)
+    // Saturating: on a 32-bit target two u32 lengths overflow a usize.
+    let header = 16usize
+        .saturating_add(fields)
+        .checked_next_multiple_of(8)
+        .unwrap_or(usize::MAX);
+    Ok(header.saturating_add(body))
 }
