@@ -107,8 +107,14 @@ pub fn remove(
             errors.push(e.to_string());
         }
     }
-    if scope.includes(Backend::Firewalld) && !mine.is_empty() {
-        errors.extend(firewalld::del(&conf.zone, &mine, scope == Scope::Every));
+    // Scope::Every: only when firewalld runs (a bus that cannot be used
+    // counts as none); the connection that asked removes the sources.
+    let firewalld = match scope {
+        Scope::Only(b) => b == Backend::Firewalld,
+        Scope::Every => !mine.is_empty() && firewalld::running(),
+    };
+    if firewalld && !mine.is_empty() {
+        errors.extend(firewalld::del(&conf.zone, &mine));
     }
 }
 

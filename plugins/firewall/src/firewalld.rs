@@ -49,24 +49,14 @@ pub fn add(zone: &str, ips: &[IpAddr], added: &mut Vec<String>) -> Result<(), Er
 
 /// Unbind `sources` from `zone`; what could not be removed.
 pub fn remove_sources(zone: &str, sources: &[String]) -> Vec<String> {
-    remove_from(zone, sources, false)
-}
-
-/// [`remove_sources`]; with `if_running`, only when firewalld runs (a
-/// bus that cannot be used counts as none, as in [`running`]), asked on
-/// the connection that removes them rather than on one of its own.
-fn remove_from(zone: &str, sources: &[String], if_running: bool) -> Vec<String> {
     if sources.is_empty() {
         return Vec::new();
     }
     let mut f = match Firewalld::connect() {
         Ok(f) => f,
-        Err(e) if if_running || e.is_unavailable() => return Vec::new(),
+        Err(e) if e.is_unavailable() => return Vec::new(),
         Err(e) => return vec![e.to_string()],
     };
-    if if_running && !f.running() {
-        return Vec::new();
-    }
     sources
         .iter()
         .filter_map(|s| match f.remove_source(zone, s) {
@@ -76,11 +66,10 @@ fn remove_from(zone: &str, sources: &[String], if_running: bool) -> Vec<String> 
         .collect()
 }
 
-/// DEL: the addresses out of `zone`; with `if_running` (no backend
-/// configured or recorded), only when firewalld runs.
-pub fn del(zone: &str, ips: &[IpAddr], if_running: bool) -> Vec<String> {
+/// DEL: the addresses out of `zone`.
+pub fn del(zone: &str, ips: &[IpAddr]) -> Vec<String> {
     let sources: Vec<String> = ips.iter().map(source).collect();
-    remove_from(zone, &sources, if_running)
+    remove_sources(zone, &sources)
 }
 
 /// CHECK: every address a source of `zone`.
