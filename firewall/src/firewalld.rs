@@ -36,10 +36,24 @@ pub const EXCEPTION: &str = "org.fedoraproject.FirewallD1.Exception";
 pub const TIMEOUT: Duration = Duration::from_secs(25);
 
 /// Whether firewalld is running on the system bus. Any failure (no bus,
-/// refused, no owner) counts as not running, as in the reference.
+/// refused, no owner) counts as not running, as in the reference. When it
+/// runs, the connection is kept for the next [`Firewalld::connect`]: auto
+/// selection then `addSource` is one connection (one authentication, one
+/// `Hello`), as the reference's shared godbus `SystemBus()`.
 pub fn running() -> bool {
-    running_at(&system_bus_address())
+    let Ok(mut f) = Firewalld::connect() else {
+        return false;
+    };
+    let up = f.running();
+    if up && let Ok(mut kept) = SYSTEM_BUS.lock() {
+        *kept = Some(f);
+    }
+    up
 }
+
+/// The system bus connection [`running`] found firewalld on, until a
+/// [`Firewalld::connect`] takes it. A plugin call is one short process.
+static SYSTEM_BUS: std::sync::Mutex<Option<Firewalld>> = std::sync::Mutex::new(None);
 
 /// [`running`] on the bus at `address`.
 pub fn running_at(address: &str) -> bool {
@@ -52,8 +66,12 @@ pub struct Firewalld {
 }
 
 impl Firewalld {
-    /// Connect to the system bus (see the module overview).
+    /// Connect to the system bus (see the module overview), or take the
+    /// connection [`running`] kept.
     pub fn connect() -> Result<Firewalld> {
+        if let Some(f) = SYSTEM_BUS.lock().ok().and_then(|mut kept| kept.take()) {
+            return Ok(f);
+        }
         Firewalld::connect_to(&system_bus_address())
     }
 

@@ -53,7 +53,8 @@ pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
 }
 
 /// Write the attachment's record: `bytes` to a temporary file renamed into
-/// place, the network's directory created when missing.
+/// place, the network's directory created when missing. A write or rename
+/// that fails (a full disk) removes the temporary file again.
 pub fn write(
     data_dir: &Path,
     network: &str,
@@ -65,8 +66,13 @@ pub fn write(
     fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
     let name = file_name(cid, ifname);
     let tmp = d.join(format!(".{name}.tmp"));
-    fs::write(&tmp, bytes).map_err(|e| io_error("write", &tmp, &e))?;
-    fs::rename(&tmp, d.join(name)).map_err(|e| io_error("rename", &tmp, &e))
+    let r = fs::write(&tmp, bytes)
+        .map_err(|e| io_error("write", &tmp, &e))
+        .and_then(|()| fs::rename(&tmp, d.join(name)).map_err(|e| io_error("rename", &tmp, &e)));
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r
 }
 
 /// Remove a record file; a missing one is fine (with `dataDir` a file,
@@ -142,6 +148,24 @@ mod tests {
         remove_path(&path(&d, "net", "c1", "eth0")).unwrap();
         remove_path(&path(&d, "net", "c1", "eth0")).unwrap();
         assert!(files_in(&dir(&d, "net")).is_empty());
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A record that cannot be put in place (here its name is taken by a
+    /// directory that is not empty) leaves no temporary file behind.
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let d = std::env::temp_dir().join(format!("cnirs-records-tmp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let taken = path(&d, "net", "c1", "eth0");
+        fs::create_dir_all(taken.join("x")).unwrap();
+        let e = write(&d, "net", "c1", "eth0", b"{}").unwrap_err();
+        assert!(e.msg.starts_with("rename "), "{}", e.msg);
+        let names: Vec<_> = fs::read_dir(dir(&d, "net"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("c1:eth0")]);
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -188,17 +188,38 @@ impl Conn {
         }
     }
 
+    /// The next message no larger than [`message::MAX_MESSAGE`]; larger
+    /// ones (none is a reply to our calls) are skipped unread.
     fn read_message(&mut self, deadline: Instant) -> Result<Message, Error> {
-        while self.rbuf.len() < 16 {
+        loop {
+            while self.rbuf.len() < 16 {
+                self.fill(deadline)?;
+            }
+            let len = message::declared_len(&self.rbuf[..16]).map_err(malformed)?;
+            if len > message::MAX_MESSAGE {
+                self.discard(len, deadline)?;
+                continue;
+            }
+            while self.rbuf.len() < len {
+                self.fill(deadline)?;
+            }
+            let m = Message::decode(&self.rbuf[..len]).map_err(malformed);
+            self.rbuf.drain(..len);
+            return m;
+        }
+    }
+
+    /// Drop the next `n` bytes from the bus, holding at most one read.
+    fn discard(&mut self, mut n: usize, deadline: Instant) -> Result<(), Error> {
+        loop {
+            let k = n.min(self.rbuf.len());
+            self.rbuf.drain(..k);
+            n -= k;
+            if n == 0 {
+                return Ok(());
+            }
             self.fill(deadline)?;
         }
-        let len = message::frame_len(&self.rbuf[..16]).map_err(malformed)?;
-        while self.rbuf.len() < len {
-            self.fill(deadline)?;
-        }
-        let m = Message::decode(&self.rbuf[..len]).map_err(malformed);
-        self.rbuf.drain(..len);
-        m
     }
 
     /// Send `m` and wait for its reply: the reply's body, or the error it
@@ -343,6 +364,15 @@ mod tests {
                 ..Message::default()
             };
             w.write_all(&signal.encode().unwrap()).unwrap();
+            // One too large to read (any peer may send us a signal): skipped.
+            let huge = Message {
+                body: vec![Value::Array(
+                    "y".into(),
+                    vec![Value::Byte(7); message::MAX_MESSAGE],
+                )],
+                ..signal.clone()
+            };
+            w.write_all(&huge.encode().unwrap()).unwrap();
             w.write_all(&reply(METHOD_RETURN, 99, 2, vec![])).unwrap();
             let done = reply(
                 METHOD_RETURN,

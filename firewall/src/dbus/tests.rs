@@ -178,6 +178,9 @@ fn bad_messages_are_refused() {
     let mut huge = good.clone();
     huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(message::frame_len(&huge).is_err());
+    // Still framed, to be skipped: the largest lengths do not overflow.
+    huge[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(message::declared_len(&huge).unwrap() > message::MAX_MESSAGE);
 }
 
 fn leaf() -> impl Strategy<Value = Value> {

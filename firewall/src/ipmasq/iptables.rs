@@ -145,19 +145,40 @@ pub fn teardown_from(family: Family, save: &Save, chains: &[String]) -> Result<(
 /// Apply the batch `plan` makes of `save`. When it fails because someone
 /// removed some of it meanwhile (another DEL of the attachment: ours with
 /// another dataDir, or the Go plugin's), the table is read again and what
-/// is left removed, for as long as what is left changes.
+/// is left removed, for as long as what is left changes, at most
+/// [`MAX_ATTEMPTS`] times.
 fn restore_until_done(family: Family, save: &Save, plan: impl Fn(&Save) -> Batch) -> Result<()> {
-    let mut batch = plan(save);
-    loop {
-        let Err(e) = iptables::restore(family, &batch) else {
+    until_done(
+        plan(save),
+        |b| iptables::restore(family, b),
+        || Ok(plan(&iptables::save(family, TABLE)?)),
+    )
+}
+
+/// The most batches [`restore_until_done`] applies: each retry follows
+/// someone else's change to the same rules, and a table that keeps
+/// changing under us (a peer adding jumps as fast as we fail) must not
+/// keep a DEL here for ever.
+const MAX_ATTEMPTS: u32 = 5;
+
+/// Apply `batch`; on failure `replan` and apply again while the plan
+/// changes, at most [`MAX_ATTEMPTS`] applications in all.
+fn until_done(
+    mut batch: Batch,
+    apply: impl Fn(&Batch) -> Result<()>,
+    replan: impl Fn() -> Result<Batch>,
+) -> Result<()> {
+    for _ in 1..MAX_ATTEMPTS {
+        let Err(e) = apply(&batch) else {
             return Ok(());
         };
-        let now = plan(&iptables::save(family, TABLE)?);
+        let now = replan()?;
         if now == batch {
             return Err(e);
         }
         batch = now;
     }
+    apply(&batch)
 }
 
 /// Chains of `network`, found by the comment of their POSTROUTING jumps,
@@ -271,6 +292,56 @@ COMMIT\n"
         );
         let empty = Save::new("*nat\nCOMMIT\n".into());
         assert!(teardown_batch(&empty, &[chain]).is_empty());
+    }
+
+    /// A failed batch is made again while the table changes, but not for
+    /// ever: one that changes at every read still ends.
+    #[test]
+    fn retries_are_bounded() {
+        use std::cell::Cell;
+        let fail = |_: &Batch| Err(crate::Error::failed("gone"));
+        let batch = |n: u32| {
+            let mut b = Batch::new();
+            b.delete_chain(TABLE, &format!("CNI-{n}"));
+            b
+        };
+        // The plan changes at every read: MAX_ATTEMPTS applications.
+        let (applied, read) = (Cell::new(0), Cell::new(0));
+        let r = until_done(
+            batch(0),
+            |b| {
+                applied.set(applied.get() + 1);
+                fail(b)
+            },
+            || {
+                read.set(read.get() + 1);
+                Ok(batch(read.get()))
+            },
+        );
+        assert_eq!(r.unwrap_err().to_string(), "gone");
+        assert_eq!(
+            (applied.get(), read.get()),
+            (MAX_ATTEMPTS, MAX_ATTEMPTS - 1)
+        );
+        // The same plan again: no second application.
+        applied.set(0);
+        let r = until_done(
+            batch(0),
+            |b| {
+                applied.set(applied.get() + 1);
+                fail(b)
+            },
+            || Ok(batch(0)),
+        );
+        assert!(r.is_err());
+        assert_eq!(applied.get(), 1);
+        // What is left applies: done.
+        let r = until_done(
+            batch(0),
+            |b| if *b == batch(1) { Ok(()) } else { fail(b) },
+            || Ok(batch(1)),
+        );
+        assert!(r.is_ok());
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     let iso = conf.isolation()?;
     let ips = conf.addrs();
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
-    let backend = conf.backend(&System::new(&host).with_firewalld(&firewalld::running))?;
+    let backend = conf.backend(&System::new(&host))?;
     if ips.is_empty() {
         return Ok(prev);
     }

@@ -20,7 +20,7 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
         return Ok(());
     }
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
-    let backend = conf.backend(&System::new(&host).with_firewalld(&firewalld::running))?;
+    let backend = conf.backend(&System::new(&host))?;
     if backend != Backend::Nftables {
         iptables::check_bridge(iso.as_ref())?;
     }

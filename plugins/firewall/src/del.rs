@@ -42,7 +42,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             }
         }
     }
-    let held = record::held_elsewhere(&conf.data_dir, &conf.name, cid, ifname);
+    let held = || record::held_elsewhere(&conf.data_dir, &conf.name, cid, ifname);
     let mut errors = Vec::new();
     remove(
         &conf,
@@ -61,7 +61,8 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 }
 
 /// Remove the rules of one attachment, `(cid, ifname)`: `ips`, except
-/// those `held` by other attachments, for iptables and firewalld;
+/// those `held` by other attachments (asked only when iptables or
+/// firewalld is looked at: it reads every record), for iptables and firewalld;
 /// nftables rules too when `nftables`. Failures into `errors`. The backends looked at: the
 /// configured one; else the one the record names (`recorded`: what ADD
 /// used); else every usable one, firewalld when it runs.
@@ -69,7 +70,7 @@ pub fn remove(
     conf: &Config,
     (cid, ifname): (&str, &str),
     ips: &[IpAddr],
-    held: &[IpAddr],
+    held: &dyn Fn() -> Vec<IpAddr>,
     recorded: Option<&str>,
     nftables: bool,
     errors: &mut Vec<String>,
@@ -78,7 +79,14 @@ pub fn remove(
         conf.configured()
             .or_else(|| recorded.and_then(backend_named)),
     );
-    let mine: Vec<IpAddr> = ips.iter().copied().filter(|i| !held.contains(i)).collect();
+    let by_address = scope.includes(Backend::Iptables) || scope.includes(Backend::Firewalld);
+    let mine: Vec<IpAddr> = match by_address && !ips.is_empty() {
+        true => {
+            let held = held();
+            ips.iter().copied().filter(|i| !held.contains(i)).collect()
+        }
+        false => Vec::new(),
+    };
     let keep = |e: &cni_firewall::Error| !(scope == Scope::Every && e.is_unavailable());
     if scope.includes(Backend::Iptables) && !mine.is_empty() {
         errors.extend(
@@ -99,6 +107,8 @@ pub fn remove(
             errors.push(e.to_string());
         }
     }
+    // Scope::Every: only when firewalld runs (a bus that cannot be used
+    // counts as none); the connection that asked removes the sources.
     let firewalld = match scope {
         Scope::Only(b) => b == Backend::Firewalld,
         Scope::Every => !mine.is_empty() && firewalld::running(),

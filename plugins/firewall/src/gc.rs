@@ -37,7 +37,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
             &conf,
             (&r.container_id, &r.ifname),
             &r.addrs,
-            &held,
+            &|| held.clone(),
             b,
             false,
             &mut errors,
@@ -69,7 +69,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
 pub fn status(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
-    let probe = System::new(&host).with_firewalld(&firewalld::running);
+    let probe = System::new(&host);
     let usable = match conf.backend(&probe)? {
         Backend::Nftables => probe.nftables(),
         Backend::Iptables => probe.iptables(),

@@ -155,10 +155,25 @@ fn firewalld_backend_on_a_private_bus() {
     assert_eq!(f.remove_source("trusted", V4), Ok(true));
     assert_eq!(lab.records(), 0);
 
-    // Auto: firewalld runs, so it is chosen; DEL with the backend unset
-    // finds it through the record.
+    // Auto: firewalld runs, so it is chosen, and the connection that
+    // asked adds the sources (strace: one connect to the bus); DEL with
+    // the backend unset finds it through the record.
     let auto = lab.conf(&lab.a.name, json!({}));
-    b.ours("ADD", &with_prev(&auto, &p), "c3").ok();
+    let traced = testsupport::strace::Traced::new(
+        "firewall",
+        lab.host.ns.name(),
+        &[&format!("DBUS_SYSTEM_BUS_ADDRESS={}", b.address)],
+        "",
+        "connect",
+        bin(),
+    );
+    lab.host
+        .request("ADD", &with_prev(&auto, &p), "c3", "/x", "eth0")
+        .run(&traced.wrapper)
+        .ok();
+    let socket = b.address.trim_start_matches("unix:path=");
+    let log = traced.log();
+    assert_eq!(log.matches(socket).count(), 1, "{log}");
     assert_eq!(zone_of(&mut f, V4).as_deref(), Some("trusted"));
     b.ours("DEL", &auto, "c3").ok();
     assert_eq!(zone_of(&mut f, V4), None);
