@@ -117,8 +117,10 @@ executables() {
         sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1 \2/'
 }
 
-# Sets bins (the workspace's binaries) and tests (the test executables
-# holding kernel-features tests). After scripts/test.sh's build this only asks cargo.
+# Sets bins (the workspace's binaries), tests (the test executables
+# holding kernel-features tests) and expected (how many such tests they
+# hold, all of which must report). After scripts/test.sh's build this only
+# asks cargo.
 build() {
     local cargo json
     cargo=$(find_cargo) || die "cargo not found"
@@ -130,10 +132,16 @@ build() {
     # test is ignored only when it needs a kernel feature (its reason says
     # "kernel-features: ...").
     tests=
-    local exe
+    expected=0
+    # The listing is taken whole before grep looks at it: with pipefail,
+    # `exe | grep -q` failed whenever grep's early exit hit the test
+    # executable with SIGPIPE, which silently dropped longer listings.
+    local exe listing
     for exe in $(executables <<<"$json" | awk '{ print $2 }'); do
-        if "$exe" --list --ignored --format terse 2>/dev/null | grep -q ': test$'; then
+        listing=$("$exe" --list --ignored --format terse 2>/dev/null) || continue
+        if grep -q ': test$' <<<"$listing"; then
             tests="$tests $exe"
+            expected=$((expected + $(grep -c ': test$' <<<"$listing")))
         fi
     done
     [ -n "$tests" ] || die "no test executable holds a kernel-features test"
@@ -228,6 +236,9 @@ boot() {
         failed=1
     fi
     echo "$passed passed, $failed failed"
+    if [ $((passed + failed)) -lt "$expected" ]; then
+        die "only $((passed + failed)) of the $expected kernel-feature tests ran (see $log)"
+    fi
     [ "$failed" = 0 ]
 }
 
