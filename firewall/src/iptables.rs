@@ -11,10 +11,22 @@
 //! reference writes with Go's `%q` are built with `skel::gojson::quote`).
 //! The tools run through `skel::exec`; one that is not on `PATH`
 //! (`skel::exec::Error::NotFound`) makes the backend unavailable.
+//!
+//! A batch that removes rules or chains returns once the kernel has
+//! committed it, not when the tool exits: on nf_tables, the tool's exit
+//! waits some 9 ms more for the kernel's cleanup of what was deleted (the
+//! release of its netfilter socket flushes it), after the rules are gone.
+//! Its commits are counted as nf_tables announces them
+//! ([`cni_net::nftables::commits`]) and the tool is left to finish on its
+//! own ([`skel::exec::Running::wait_or_leave`]). Whenever they cannot be
+//! counted (iptables-legacy, a wrapper that forks the tool, a failure, no
+//! nfnetlink) the exit is waited for, as for every other batch.
 
 use std::net::IpAddr;
+use std::os::fd::AsFd;
 
-use skel::exec::{self, Command};
+use cni_net::nftables::commits::CommitWatch;
+use skel::exec::{self, Command, Finish, Watch};
 
 use crate::error::{Error, Result};
 use crate::select::Backend;
@@ -112,12 +124,21 @@ pub fn start_restore(family: Family, batch: &Batch) -> Result<Option<Restore>> {
         return Ok(None);
     }
     let tool = family.restore_tool();
+    // Subscribed before the tool starts, so that none of its commits can
+    // come first; adds gain nothing from it (the tool's exit does not wait
+    // for them).
+    let watch = batch.removes().then(CommitWatch::open).and_then(|w| w.ok());
     let run = Command::new(tool)
         .args(["-w", "--noflush"])
         .stdin(batch.text())
         .start()
         .map_err(tool_error)?;
-    Ok(Some(Restore { tool, run }))
+    let commits = batch.commits();
+    Ok(Some(Restore {
+        tool,
+        run,
+        watch: watch.map(|w| (w, commits)),
+    }))
 }
 
 /// An `iptables-restore` run started by [`start_restore`].
@@ -125,12 +146,45 @@ pub fn start_restore(family: Family, batch: &Batch) -> Result<Option<Restore>> {
 pub struct Restore {
     tool: &'static str,
     run: exec::Running,
+    /// The commits of the tool being watched for, and how many there are.
+    watch: Option<(CommitWatch, usize)>,
+}
+
+/// How a successful [`Restore`] ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// Every commit of the batch was seen; the tool was left to exit.
+    Committed(exec::LeftRunning),
+    /// The tool exited successfully.
+    Exited,
 }
 
 impl Restore {
     pub fn wait(self) -> Result<()> {
-        let out = self.run.wait().map_err(tool_error)?;
-        finished(self.tool, out).map(drop)
+        self.finish().map(drop)
+    }
+
+    /// Wait until the batch is committed or the tool exits, whichever
+    /// comes first, and say which it was.
+    pub fn finish(self) -> Result<Ended> {
+        let Some((watch, commits)) = self.watch else {
+            let out = self.run.wait().map_err(tool_error)?;
+            return finished(self.tool, out).map(|_| Ended::Exited);
+        };
+        let (pid, mut seen) = (self.run.id(), 0);
+        let counted = || match watch.commits_of(pid, self.tool) {
+            Ok(n) if seen + n >= commits => Watch::Done,
+            Ok(n) => {
+                seen += n;
+                Watch::Waiting
+            }
+            Err(_) => Watch::Broken,
+        };
+        match self.run.wait_or_leave(watch.as_fd(), counted) {
+            Ok(Finish::Left(left)) => Ok(Ended::Committed(left)),
+            Ok(Finish::Exited(out)) => finished(self.tool, out).map(|_| Ended::Exited),
+            Err(e) => Err(tool_error(e)),
+        }
     }
 }
 
@@ -297,6 +351,18 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.tables.iter().all(|(_, l)| l.is_empty())
+    }
+
+    /// Whether it deletes or flushes anything (`-D`, `-F`, `-X`).
+    pub fn removes(&self) -> bool {
+        let removal = |l: &String| ["-D ", "-F ", "-X "].iter().any(|op| l.starts_with(op));
+        self.tables.iter().any(|(_, l)| l.iter().any(removal))
+    }
+
+    /// The commits applying it makes: one per table with lines (each
+    /// `COMMIT` of the text). One that changes nothing makes none.
+    pub fn commits(&self) -> usize {
+        self.tables.iter().filter(|(_, l)| !l.is_empty()).count()
     }
 
     fn push(&mut self, table: &str, line: String) -> &mut Batch {
@@ -523,8 +589,25 @@ mod tests {
 -D POSTROUTING -s 10.0.0.2/32 -j CNI-A\n-D POSTROUTING -s 10.0.0.3 -j CNI-A\n-F CNI-A\n-X CNI-A\n-N CNI-B\nCOMMIT\n\
 *filter\n-I FORWARD 1 -j CNI-FORWARD\nCOMMIT\n"
         );
+        assert!(b.removes());
+        assert_eq!(b.commits(), 2);
         let mut b = Batch::new();
         b.append("nat", "C", &["-m", "comment", "--comment", "a\nb"]);
+        assert!(!b.removes());
+        assert_eq!(b.commits(), 1);
+        for op in [
+            Batch::new().delete("filter", "C", &["-j", "X"]),
+            Batch::new().flush("filter", "C"),
+            Batch::new().delete_chain("filter", "C"),
+        ] {
+            assert!(op.removes(), "{}", op.text());
+        }
+        assert!(
+            !Batch::new()
+                .declare("nat", "C")
+                .create_chain("nat", "D")
+                .removes()
+        );
         assert_eq!(
             b.text(),
             "*nat\n-A C -m comment --comment \"a b\"\nCOMMIT\n"

@@ -228,8 +228,20 @@ pub fn str_of(d: &[u8]) -> String {
     String::from_utf8_lossy(&d[..end]).into_owned()
 }
 
-/// The messages of one datagram: type, flags, sequence number, body.
-pub(crate) fn messages(mut data: &[u8]) -> impl Iterator<Item = (u16, u16, u32, &[u8])> {
+/// One message of a datagram, as [`messages`] splits it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Message<'a> {
+    pub kind: u16,
+    pub flags: u16,
+    pub seq: u32,
+    /// The sender's port id: 0 for the kernel's answers, the committing
+    /// socket's for nf_tables' notifications.
+    pub port: u32,
+    pub body: &'a [u8],
+}
+
+/// The messages of one datagram.
+pub(crate) fn messages(mut data: &[u8]) -> impl Iterator<Item = Message<'_>> {
     std::iter::from_fn(move || {
         if data.len() < HEADER_LEN {
             return None;
@@ -241,9 +253,16 @@ pub(crate) fn messages(mut data: &[u8]) -> impl Iterator<Item = (u16, u16, u32, 
         let kind = u16::from_ne_bytes([data[4], data[5]]);
         let flags = u16::from_ne_bytes([data[6], data[7]]);
         let seq = u32_of(&data[8..])?;
+        let port = u32_of(&data[12..])?;
         let body = &data[HEADER_LEN..len];
         data = &data[align4(len).min(data.len())..];
-        Some((kind, flags, seq, body))
+        Some(Message {
+            kind,
+            flags,
+            seq,
+            port,
+            body,
+        })
     })
 }
 
@@ -502,7 +521,7 @@ impl Conn {
     /// Close this socket, its final release done by a child process (see
     /// [`Netlink`]'s `Drop`), whose pid is returned. Without a pipe or a
     /// child, the socket is closed here.
-    fn release_detached(self) -> Option<nix::unistd::Pid> {
+    pub(crate) fn release_detached(self) -> Option<nix::unistd::Pid> {
         use std::os::fd::AsRawFd;
         let Ok((gate_r, gate_w)) = std::io::pipe() else {
             return None;
@@ -534,6 +553,33 @@ impl Conn {
             strict: Cell::new(false),
             buf: RefCell::new(Vec::with_capacity(16 * 1024)),
         })
+    }
+
+    /// A socket bound in the calling thread's current namespace and joined
+    /// to the multicast `group` of `protocol`. Bound explicitly: an unbound
+    /// socket that joins a group is not sent its messages.
+    pub(crate) fn subscribe(protocol: isize, group: u32) -> Result<Conn> {
+        let mut conn = Conn::open(protocol)?;
+        let op = "subscribe to netlink group";
+        conn.sock.bind_auto().map_err(|e| Error::io(op, &e))?;
+        conn.sock
+            .add_membership(group)
+            .map_err(|e| Error::io(op, &e))?;
+        Ok(conn)
+    }
+
+    pub(crate) fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
+    /// Hand every message queued on the socket to `each`, without
+    /// waiting. A receive queue that overflowed (`ENOBUFS`: messages were
+    /// lost) is an error.
+    pub(crate) fn drain(&self, op: &str, mut each: impl FnMut(&Message<'_>)) -> Result<()> {
+        while let Some(data) = self.recv(op, false)? {
+            messages(&data).for_each(|m| each(&m));
+        }
+        Ok(())
     }
 
     /// Send one request and collect the bodies of its replies, retrying
@@ -719,8 +765,8 @@ impl Conn {
             let Some(data) = self.recv(op, wait)? else {
                 return Ok(false);
             };
-            for (kind, flags, seq, body) in messages(&data) {
-                if each(kind, flags, seq, body)? {
+            for m in messages(&data) {
+                if each(m.kind, m.flags, m.seq, m.body)? {
                     return Ok(true);
                 }
             }

@@ -10,6 +10,10 @@
 //!   and no deadlock whatever order the program reads and writes in.
 //! - "text file busy" (a binary being replaced) is retried with a fresh
 //!   process, when asked for ([`Command::retry_busy`]).
+//! - [`Running::wait_or_leave`] also watches a descriptor of the caller's
+//!   and stops as soon as the caller says the program has done what
+//!   matters, leaving it to finish on its own ([`LeftRunning`]): used for
+//!   a tool whose exit the kernel delays after its work is done.
 //! - An optional deadline kills the program (its whole process group with
 //!   [`Command::own_process_group`]) and reports what it printed so far.
 //! - A program that does not exist is [`Error::NotFound`], distinct from
@@ -31,7 +35,7 @@
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -301,6 +305,60 @@ struct Process {
     own_group: bool,
 }
 
+/// What the caller of [`Running::wait_or_leave`] makes of its descriptor
+/// becoming readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// Not yet: keep waiting (for the descriptor or the exit).
+    Waiting,
+    /// The program has done what matters: stop waiting for it.
+    Done,
+    /// The descriptor is of no more use: wait for the exit alone.
+    Broken,
+}
+
+/// How [`Running::wait_or_leave`] ended.
+#[derive(Debug)]
+pub enum Finish {
+    /// The program ran to its end first.
+    Exited(Output),
+    /// The caller's watch said done first; the program runs on.
+    Left(LeftRunning),
+}
+
+/// A program left running by [`Running::wait_or_leave`]: its stdin was
+/// written in full and closed, its other pipes are closed (what it still
+/// prints is lost). Dropping this does not reap it: the process that
+/// inherits it when we exit does (init or a subreaper), as for the
+/// children `cni-net` leaves to release netlink sockets.
+#[derive(Debug)]
+pub struct LeftRunning(Child);
+
+impl LeftRunning {
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Wait for it after all (tests).
+    pub fn wait(mut self) -> std::io::Result<ExitStatus> {
+        self.0.wait()
+    }
+}
+
+/// The caller's descriptor and what to do when it is readable.
+type Watcher<'a> = (BorrowedFd<'a>, &'a mut dyn FnMut() -> Watch);
+
+/// Why [`Process::pump`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pumped {
+    /// Every pipe is closed: the program is ending.
+    Closed,
+    /// The deadline passed.
+    Late,
+    /// The caller's watch said done, and stdin is written.
+    Watched,
+}
+
 /// How long a killed program's group gets to close its pipes.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(200);
 
@@ -312,22 +370,40 @@ impl Running {
     /// Write what is left of stdin, collect stdout (and stderr), and wait
     /// for the exit, within the deadline if there is one.
     pub fn wait(self) -> Result<Output, Error> {
-        self.0.wait()
+        match self.0.wait(None)? {
+            Finish::Exited(out) => Ok(out),
+            Finish::Left(_) => unreachable!("left running without a watch"),
+        }
+    }
+
+    /// As [`Running::wait`], but also poll `fd` and call `done` each time
+    /// it is readable (it must consume what made `fd` readable): once
+    /// `done` says [`Watch::Done`] and stdin is written in full, stop there
+    /// and leave the program running. Whatever comes first decides; a
+    /// deadline still applies until then.
+    pub fn wait_or_leave(
+        self,
+        fd: BorrowedFd<'_>,
+        mut done: impl FnMut() -> Watch,
+    ) -> Result<Finish, Error> {
+        self.0.wait(Some((fd, &mut done)))
     }
 }
 
 impl Process {
-    fn wait(mut self) -> Result<Output, Error> {
-        let finished = self.pump(self.deadline)? && self.reap()?;
-        if !finished {
-            return Err(self.kill());
+    fn wait(mut self, watch: Option<Watcher<'_>>) -> Result<Finish, Error> {
+        match self.pump(self.deadline, watch)? {
+            Pumped::Watched => return Ok(Finish::Left(LeftRunning(self.child))),
+            Pumped::Late => return Err(self.kill()),
+            Pumped::Closed if !self.reap()? => return Err(self.kill()),
+            Pumped::Closed => {}
         }
         let status = self.child.wait().map_err(|e| self.io(&e))?;
-        Ok(Output {
+        Ok(Finish::Exited(Output {
             status,
             stdout: std::mem::take(&mut self.stdout),
             stderr: std::mem::take(&mut self.stderr),
-        })
+        }))
     }
 
     fn io(&self, e: &std::io::Error) -> Error {
@@ -355,51 +431,24 @@ impl Process {
         self.stdin = None;
     }
 
-    /// Move data through the pipes until all are closed (`true`) or the
-    /// deadline passes (`false`).
-    fn pump(&mut self, deadline: Option<Instant>) -> Result<bool, Error> {
+    /// Move data through the pipes until all are closed, the deadline
+    /// passes or the caller's `watch` says done (once stdin is written).
+    fn pump(
+        &mut self,
+        deadline: Option<Instant>,
+        mut watch: Option<Watcher<'_>>,
+    ) -> Result<Pumped, Error> {
+        let mut done = false;
         loop {
-            let timeout = match deadline {
-                None => PollTimeout::NONE,
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(false);
-                    }
-                    // Round up, so we never wake just before the deadline.
-                    let ms = left.as_millis().saturating_add(1);
-                    PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
-                }
+            if done && self.stdin.is_none() {
+                return Ok(Pumped::Watched);
+            }
+            let Some(timeout) = poll_timeout(deadline) else {
+                return Ok(Pumped::Late);
             };
-            let ready = {
-                let out = PollFlags::POLLIN;
-                let mut fds = Vec::with_capacity(3);
-                let mut which = Vec::with_capacity(3);
-                if let Some((pipe, ..)) = &self.stdin {
-                    fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLOUT));
-                    which.push(0);
-                }
-                if let Some(pipe) = &self.stdout_pipe {
-                    fds.push(PollFd::new(pipe.as_fd(), out));
-                    which.push(1);
-                }
-                if let Some(pipe) = &self.stderr_pipe {
-                    fds.push(PollFd::new(pipe.as_fd(), out));
-                    which.push(2);
-                }
-                if fds.is_empty() {
-                    return Ok(true);
-                }
-                match poll(&mut fds, timeout) {
-                    Ok(_) => {}
-                    Err(Errno::EINTR) => continue,
-                    Err(e) => return Err(self.io(&std::io::Error::from(e))),
-                }
-                let mut ready = [false; 3];
-                for (fd, i) in fds.iter().zip(which) {
-                    ready[i] = fd.revents().is_some_and(|r| !r.is_empty());
-                }
-                ready
+            let fd = watch.as_ref().map(|(fd, _)| *fd);
+            let Some(ready) = self.poll(timeout, fd)? else {
+                return Ok(Pumped::Closed);
             };
             if ready[0] {
                 self.feed();
@@ -410,7 +459,55 @@ impl Process {
             if ready[2] {
                 read_some(&mut self.stderr_pipe, &mut self.stderr);
             }
+            if let (true, Some((_, f))) = (ready[3], &mut watch) {
+                match f() {
+                    Watch::Waiting => {}
+                    Watch::Done => done = true,
+                    Watch::Broken => watch = None,
+                }
+            }
         }
+    }
+
+    /// Poll stdin, stdout, stderr (those still open) and the caller's
+    /// `watch`: which are ready, in that order; `None` when every pipe is
+    /// closed (the watch alone is not waited for).
+    fn poll(
+        &self,
+        timeout: PollTimeout,
+        watch: Option<BorrowedFd<'_>>,
+    ) -> Result<Option<[bool; 4]>, Error> {
+        let pipes = [
+            self.stdin
+                .as_ref()
+                .map(|(p, ..)| (p.as_fd(), PollFlags::POLLOUT)),
+            self.stdout_pipe
+                .as_ref()
+                .map(|p| (p.as_fd(), PollFlags::POLLIN)),
+            self.stderr_pipe
+                .as_ref()
+                .map(|p| (p.as_fd(), PollFlags::POLLIN)),
+        ];
+        if pipes.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let watched = watch.map(|fd| (fd, PollFlags::POLLIN));
+        let all = pipes.into_iter().chain([watched]).enumerate();
+        let (which, mut fds): (Vec<usize>, Vec<PollFd<'_>>) = all
+            .filter_map(|(i, f)| f.map(|(fd, ev)| (i, PollFd::new(fd, ev))))
+            .unzip();
+        loop {
+            match poll(&mut fds, timeout) {
+                Ok(_) => break,
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(self.io(&std::io::Error::from(e))),
+            }
+        }
+        let mut ready = [false; 4];
+        for (fd, i) in fds.iter().zip(which) {
+            ready[i] = fd.revents().is_some_and(|r| !r.is_empty());
+        }
+        Ok(Some(ready))
     }
 
     /// Whether the program exited before the deadline (it is not reaped:
@@ -449,7 +546,7 @@ impl Process {
         }
         let _ = self.child.wait();
         self.stdin = None;
-        let _ = self.pump(Some(Instant::now() + DRAIN_AFTER_KILL));
+        let _ = self.pump(Some(Instant::now() + DRAIN_AFTER_KILL), None);
         Error::TimedOut {
             program: self.program.clone(),
             after: self.timeout,
@@ -457,6 +554,20 @@ impl Process {
             stderr: std::mem::take(&mut self.stderr),
         }
     }
+}
+
+/// How long `poll` may wait before `deadline`, rounded up so that it never
+/// wakes just before it; `None` once it has passed.
+fn poll_timeout(deadline: Option<Instant>) -> Option<PollTimeout> {
+    let Some(d) = deadline else {
+        return Some(PollTimeout::NONE);
+    };
+    let left = d.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return None;
+    }
+    let ms = left.as_millis().saturating_add(1);
+    Some(PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX))
 }
 
 /// One read from a pipe `poll` found ready; the pipe is dropped at its end

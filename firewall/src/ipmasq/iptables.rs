@@ -124,11 +124,18 @@ fn jumps_from(line: &str, family: Family, a: &IpNetwork) -> bool {
             .any(|p| p[0] == "-s" && iptables::same_words(&p[1..], &src))
 }
 
+/// The `nat` table of `family`. Callers removing rules in both families
+/// read both tables first: a tool that exits right after a removal would
+/// wait for the kernel's cleanup of it (see [`crate::iptables`]).
+pub fn save(family: Family) -> Result<Save> {
+    iptables::save(family, TABLE)
+}
+
 /// Remove the jumps from `addrs` to `chain` in one family, and the chain
-/// when no other attachment uses it ([`detach_batch`]).
-pub fn detach(family: Family, chain: &str, addrs: &[IpNetwork]) -> Result<()> {
-    let save = iptables::save(family, TABLE)?;
-    restore_until_done(family, &save, |s| detach_batch(s, family, chain, addrs))
+/// when no other attachment uses it ([`detach_batch`]), as planned from
+/// `save`.
+pub fn detach(family: Family, save: &Save, chain: &str, addrs: &[IpNetwork]) -> Result<()> {
+    restore_until_done(family, save, |s| detach_batch(s, family, chain, addrs))
 }
 
 /// Remove `chains` and the jumps to them, in one family.
@@ -218,10 +225,9 @@ fn container_of(comment: &str, network: &str) -> Option<String> {
 }
 
 /// Remove the chains of `network`'s invalid attachments, in one family.
-pub fn gc(family: Family, network: &str, valid_ids: &[&str]) -> Result<()> {
-    let save = iptables::save(family, TABLE)?;
-    let stale = stale_chains(&save, network, valid_ids);
-    teardown_from(family, &save, &stale)
+pub fn gc(family: Family, save: &Save, network: &str, valid_ids: &[&str]) -> Result<()> {
+    let stale = stale_chains(save, network, valid_ids);
+    teardown_from(family, save, &stale)
 }
 
 /// The addresses of `addrs` whose chain or jump is missing.

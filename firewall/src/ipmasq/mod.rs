@@ -157,8 +157,9 @@ pub fn teardown(nl: &Netlink, scope: Scope, addrs: &[IpNetwork], o: &Owner<'_>) 
     }
     if scope.includes(Backend::Iptables) {
         let chain = iptables_chain(o.network, o.container_id);
-        for family in families(addrs) {
-            let r = iptables::detach(family, &chain, &of_family(addrs, family));
+        for (family, save) in saved(families(addrs)) {
+            let addrs = of_family(addrs, family);
+            let r = save.and_then(|s| iptables::detach(family, &s, &chain, &addrs));
             keep_error(&mut errors, scope, r);
         }
     }
@@ -174,8 +175,9 @@ pub fn gc(nl: &Netlink, scope: Scope, network: &str, valid: &[(String, String)])
     }
     if scope.includes(Backend::Iptables) {
         let ids: Vec<&str> = valid.iter().map(|(cid, _)| cid.as_str()).collect();
-        for family in [Family::V4, Family::V6] {
-            keep_error(&mut errors, scope, iptables::gc(family, network, &ids));
+        for (family, save) in saved(vec![Family::V4, Family::V6]) {
+            let r = save.and_then(|s| iptables::gc(family, &s, network, &ids));
+            keep_error(&mut errors, scope, r);
         }
     }
     join(errors).map_err(|e| e.context("garbage-collect ip masquerade rules"))
@@ -217,6 +219,13 @@ fn keep_error(errors: &mut Vec<Error>, scope: Scope, r: Result<()>) {
     {
         errors.push(e);
     }
+}
+
+/// The `nat` table of each family, all read before any is written (see
+/// [`iptables::save`]).
+fn saved(families: Vec<Family>) -> Vec<(Family, Result<crate::iptables::Save>)> {
+    let tables: Vec<_> = families.iter().map(|f| iptables::save(*f)).collect();
+    families.into_iter().zip(tables).collect()
 }
 
 /// The families of `addrs` in order of appearance; both when empty.

@@ -13,6 +13,8 @@
 //!   equivalent text.
 //! - Listing ([`list`]): a table, its chains (with hook, priority and
 //!   policy), and its rules with handle, comment and expressions.
+//! - [`commits`]: another process's commits, as the kernel announces
+//!   them (to stop waiting for a tool once its work is committed).
 //!
 //! ```no_run
 //! use cni_net::nftables::{BaseChain, Chain, ChainType, Family, Hook, Rule, Table};
@@ -32,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod commits;
 pub mod expr;
 pub mod list;
 #[cfg(test)]

@@ -165,7 +165,7 @@ proptest! {
         let _ = TableInfo::from_body(&data);
         let _ = Expr::decode_list(&data);
         let _ = udata::comment_of(&data);
-        for (_, _, _, body) in messages(&data) {
+        for body in messages(&data).map(|m| m.body) {
             let _ = attrs(body).count();
         }
     }

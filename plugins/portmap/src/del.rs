@@ -105,8 +105,11 @@ pub fn remove_iptables(
     errors: &mut Vec<String>,
 ) {
     let mut unusable = Vec::new();
-    for v6 in [false, true] {
-        let save = match iptables::save(v6) {
+    // Both tables are read before either is written: a tool that exits
+    // right after our removal (ip6tables-save, say) would wait for the
+    // kernel's cleanup of it on its exit (see `cni_firewall::iptables`).
+    for (v6, save) in [false, true].map(|v6| (v6, iptables::save(v6))) {
+        let save = match save {
             Ok(s) => s,
             Err(e) => {
                 unusable.push((v6, e));

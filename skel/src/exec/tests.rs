@@ -250,3 +250,81 @@ fn exit_statuses_read_as_go_prints_them() {
     assert_eq!(text("kill -USR1 $$"), "signal: user defined signal 1");
     assert_eq!(text("kill -40 $$"), "signal: signal 40");
 }
+
+/// A pipe whose read end plays the caller's watched descriptor.
+fn signal_pipe() -> (std::io::PipeReader, std::io::PipeWriter) {
+    std::io::pipe().unwrap()
+}
+
+#[test]
+fn wait_or_leave_stops_when_the_watch_says_done() {
+    let (r, mut w) = signal_pipe();
+    let dir = Dir::new("leave");
+    let count = dir.0.join("count");
+    // The program counts its stdin into a file and stays. The watch says
+    // done while most of stdin is still to be written: it is written first.
+    let run = sh("wc -c >\"$F\"; exec sleep 30")
+        .env("F", &count)
+        .stdin(vec![b'x'; 256 << 10])
+        .start()
+        .unwrap();
+    let mut calls = 0;
+    let t0 = Instant::now();
+    std::io::Write::write_all(&mut w, b"!").unwrap();
+    let fin = run
+        .wait_or_leave(r.as_fd(), || {
+            calls += 1;
+            let _ = std::io::Read::read(&mut &r, &mut [0u8; 8]);
+            Watch::Done
+        })
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(calls, 1);
+    let Finish::Left(left) = fin else {
+        panic!("not left running: {fin:?}")
+    };
+    let read = || std::fs::read_to_string(&count).unwrap_or_default();
+    while read().trim().is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(read().trim(), (256 << 10).to_string());
+    // Still running: killed and reaped here.
+    let pid = nix::unistd::Pid::from_raw(left.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert_eq!(left.wait().unwrap().signal(), Some(9));
+}
+
+#[test]
+fn wait_or_leave_waits_for_the_exit_otherwise() {
+    for answer in [Watch::Waiting, Watch::Broken] {
+        let (r, mut w) = signal_pipe();
+        std::io::Write::write_all(&mut w, b"!").unwrap();
+        let mut calls = 0;
+        let fin = sh("cat; echo err >&2; exit 3")
+            .stdin("in")
+            .start()
+            .unwrap()
+            .wait_or_leave(r.as_fd(), || {
+                calls += 1;
+                let _ = std::io::Read::read(&mut &r, &mut [0u8; 8]);
+                answer
+            })
+            .unwrap();
+        let Finish::Exited(out) = fin else {
+            panic!("left running: {fin:?}")
+        };
+        assert_eq!(calls, 1, "{answer:?}");
+        assert_eq!(
+            (out.stdout.as_slice(), out.stderr.as_slice()),
+            (&b"in"[..], &b"err\n"[..])
+        );
+        assert_eq!(status_text(out.status), "exit status 3");
+    }
+    // Never readable: the same.
+    let (r, _w) = signal_pipe();
+    let fin = sh("exit 0")
+        .start()
+        .unwrap()
+        .wait_or_leave(r.as_fd(), || Watch::Done);
+    assert!(matches!(fin, Ok(Finish::Exited(o)) if o.success()));
+}
