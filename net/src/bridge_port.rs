@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::link::{
     AF_BRIDGE, IFLA_AF_SPEC, IFLA_BR_VLAN_FILTERING, IFLA_EXT_MASK, IFLA_INFO_DATA, IFLA_INFO_KIND,
-    IFLA_LINKINFO, Link, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK, ifinfo,
+    IFLA_LINKINFO, Link, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK, get_link, ifinfo,
 };
 use crate::netlink::{Msg, NLM_F_DUMP, Netlink, attrs, u16_of, u32_of};
 
@@ -108,7 +108,7 @@ impl Netlink {
     pub fn bridge_vlan_filtering(&self, br: &Link) -> Result<bool> {
         let replies = self.request(
             &format!("read vlan_filtering of {}", br.name),
-            Msg::new(RTM_GETLINK, 0, &ifinfo(0, br.index, 0, 0)),
+            get_link(0, br.index),
         )?;
         let on = replies.iter().filter_map(|b| b.get(16..)).any(|rest| {
             attrs(rest)

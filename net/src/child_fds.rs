@@ -38,13 +38,21 @@ unsafe fn close_ranges(keep: &[i32]) -> bool {
     let mut from = 0u32;
     for &k in &sorted[..n] {
         // SAFETY: plain syscall on descriptor numbers.
-        if k > from && unsafe { libc::close_range(from, k - 1, 0) } != 0 {
+        if k > from && !unsafe { close_range(from, k - 1) } {
             return false;
         }
         from = k.saturating_add(1);
     }
     // SAFETY: as above.
-    unsafe { libc::close_range(from, u32::MAX, 0) == 0 }
+    unsafe { close_range(from, u32::MAX) }
+}
+
+/// `close_range(first, last, 0)` through `syscall`, which every libc has
+/// (the libc crate wraps `close_range` for glibc only, not for musl).
+unsafe fn close_range(first: u32, last: u32) -> bool {
+    let (first, last) = (libc::c_long::from(first), libc::c_long::from(last));
+    // SAFETY: plain syscall on descriptor numbers.
+    unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_long) == 0 }
 }
 
 /// Close every descriptor `/proc/self/fd` lists, except `keep`; without

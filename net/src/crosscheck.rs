@@ -8,17 +8,17 @@ use std::net::IpAddr;
 use netlink_packet_core::{
     Emitable, NetlinkMessage, NetlinkPayload, Nla, NlaBuffer, NlasIterator, Parseable,
 };
-use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{
-    InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo,
-    LinkMessage, LinkProtoInfoBridge,
+    AfSpecInet6, AfSpecUnspec, InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoVeth,
+    LinkAttribute, LinkExtentMask, LinkFlags, LinkInfo, LinkMessage, LinkProtoInfoBridge,
 };
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
 use netlink_packet_route::tc::{
     TcActionAttribute, TcActionMirrorOption, TcActionOption, TcAttribute, TcFilterU32Option,
     TcMessage, TcMirrorActionType, TcOption,
 };
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use testsupport::{TestNetns, unique_name};
 
 use crate::netlink::wire::{self, Dir};
@@ -206,6 +206,8 @@ fn every_message_and_reply_decodes_independently() {
             && !l.header.flags.contains(LinkFlags::Promisc)))
     );
 
+    check_no_counters(&decoded);
+
     let mut checked = [0usize; 3];
     for (_, m, body) in decoded.iter().filter(|(d, ..)| *d == Dir::Received) {
         match m {
@@ -230,6 +232,54 @@ fn every_message_and_reply_decodes_independently() {
         checked.iter().all(|n| *n > 0),
         "replies compared: {checked:?}"
     );
+}
+
+/// Every link query asks the kernel to leave out the counters it sums
+/// over every CPU (`RTEXT_FILTER_SKIP_STATS`), and no answer carries
+/// IPv6's (the link's own the kernel always puts in).
+fn check_no_counters(decoded: &[(Dir, RouteNetlinkMessage, Vec<u8>)]) {
+    let (mut queries, mut inet6) = (0, 0);
+    for (dir, m, _) in decoded {
+        match (dir, m) {
+            (Dir::Sent, RouteNetlinkMessage::GetLink(l))
+                if l.header.interface_family == AddressFamily::Unspec =>
+            {
+                queries += 1;
+                let mask = LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]);
+                assert!(l.attributes.contains(&mask), "{l:?}");
+            }
+            (Dir::Received, RouteNetlinkMessage::NewLink(l)) => {
+                for a in inet6_of(l) {
+                    inet6 += 1;
+                    assert!(
+                        !matches!(a, AfSpecInet6::Stats(_) | AfSpecInet6::Icmp6Stats(_)),
+                        "IPv6 counters in {:?}",
+                        l.attributes
+                            .iter()
+                            .find(|a| matches!(a, LinkAttribute::IfName(_)))
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(queries > 3, "{queries} link queries");
+    assert!(inet6 > 0, "no answer had IPv6 attributes to check");
+}
+
+fn inet6_of(l: &LinkMessage) -> impl Iterator<Item = &AfSpecInet6> {
+    l.attributes
+        .iter()
+        .filter_map(|a| match a {
+            LinkAttribute::AfSpecUnspec(specs) => Some(specs.iter()),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|s| match s {
+            AfSpecUnspec::Inet6(v) => Some(v.iter()),
+            _ => None,
+        })
+        .flatten()
 }
 
 fn link_infos(m: &LinkMessage) -> Vec<&LinkInfo> {

@@ -1,3 +1,2 @@
-fn main() {
-    skel::main(&bandwidth::Bandwidth)
-}
+#![no_main]
+skel::plugin_main!(bandwidth::Bandwidth);
