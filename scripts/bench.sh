@@ -87,7 +87,7 @@ fi
 # --- build
 if [ "$build" -eq 1 ]; then
     cargo=$(find_cargo) || die "cargo not found; install the Rust toolchain (rustup) or use --no-build"
-    say "building release binaries (static on glibc, see scripts/lib.sh)"
+    say "building release binaries (static musl, else static glibc; see scripts/lib.sh)"
     build_release "$repo" "$cargo" || die "release build failed"
 fi
 rel=$(release_dir "$repo")

@@ -6,7 +6,7 @@ usage() {
     cat <<'EOF'
 usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--force] [--no-build | --from DIR] [--dry-run]
 
-Builds the release binaries (statically linked on glibc hosts) and installs
+Builds the release binaries (static; musl where rustup has it) and installs
 them into $DESTDIR$PREFIX, by default /opt/cni/bin: the multi-call binary
 cni-plugins once, with a hard link to it under each plugin's name (bridge,
 ptp, portmap, ..., host-local, static; `cni-plugins --list`), a copy where

@@ -21,35 +21,67 @@ find_cargo() {
     return 1
 }
 
+# The target release binaries are built for: on a glibc host, its musl
+# twin (x86_64-unknown-linux-gnu -> x86_64-unknown-linux-musl), added with
+# rustup when it is missing; else the host itself. musl's static startup
+# does not probe the CPU the way glibc's does (each cpuid traps to the
+# hypervisor on a VM: 0.2 ms of every plugin call here), and its binaries
+# are smaller (1.6 against 2.3 MB) and map fewer pages (about half the
+# peak RSS). Prints "<target> <rustflags>".
+release_target() {
+    local cargo=$1 host musl rustc sysroot
+    host=$("$cargo" -vV 2>/dev/null | sed -n 's/^host: //p')
+    [ -n "$host" ] || return 1
+    case "$host" in
+        *-linux-gnu*)
+            musl=${host/-linux-gnu*/-linux-musl}
+            rustc=$(dirname "$cargo")/rustc
+            [ -x "$rustc" ] || rustc=rustc
+            sysroot=$("$rustc" --print sysroot 2>/dev/null)
+            if [ -d "$sysroot/lib/rustlib/$musl/lib" ] ||
+                { command -v rustup >/dev/null 2>&1 &&
+                    rustup target add "$musl" >/dev/null 2>&1; }; then
+                echo "$musl"
+            else
+                # Without musl, glibc linked statically: no ld.so, libc.so or
+                # libgcc_s to map at each plugin start.
+                echo "$host -C target-feature=+crt-static"
+            fi
+            ;;
+        *) echo "$host" ;;
+    esac
+}
+
 # The directory release binaries are built into (see build_release):
-# target/<host>/release when build_release made it, else target/release.
-# The host is cargo's when cargo is found; without it, the first
-# target/*-linux-*/release whose cni-plugins runs here (a tree that also
-# holds a cross build for another architecture must not install that one).
+# target/<target>/release of the target build_release last built for;
+# else, with cargo found, the host's; else the first target/*-linux-*/release
+# whose cni-plugins runs here (a tree that also holds a cross build for
+# another architecture must not install that one); else target/release.
 release_dir() {
     local repo=$1 d host cargo
+    local -a dirs=()
+    if [ -s "$repo/target/.release-target" ]; then
+        dirs+=("$repo/target/$(cat "$repo/target/.release-target")/release")
+    fi
     if cargo=$(find_cargo 2>/dev/null); then
         host=$("$cargo" -vV 2>/dev/null | sed -n 's/^host: //p')
-        d="$repo/target/$host/release"
-        [ -n "$host" ] && [ -x "$d/cni-plugins" ] && { echo "$d"; return; }
+        [ -n "$host" ] && dirs+=("$repo/target/$host/release")
     fi
-    for d in "$repo"/target/*-linux-*/release; do
+    dirs+=("$repo"/target/*-linux-*/release)
+    for d in "${dirs[@]}"; do
         [ -x "$d/cni-plugins" ] && "$d/cni-plugins" --list >/dev/null 2>&1 && { echo "$d"; return; }
     done
     echo "$repo/target/release"
 }
 
-# Build every binary of the workspace for release, statically linked on
-# glibc hosts (+crt-static): no ld.so, libc.so or libgcc_s to map at each
-# plugin start, which is half a plugin's start time and most of its peak
-# RSS. An explicit --target keeps the flag off build scripts and proc
-# macros (which cannot be static); the binaries land in target/<host>/release.
+# Build every binary of the workspace for release, for release_target's
+# target. An explicit --target keeps the flags off build scripts and proc
+# macros (which cannot be static); the binaries land in
+# target/<target>/release.
 build_release() {
-    local repo=$1 cargo=$2 host flags=${RUSTFLAGS:-}
-    host=$("$cargo" -vV | sed -n 's/^host: //p')
-    [ -n "$host" ] || return 1
-    case "$host" in
-        *-linux-gnu*) flags="$flags -C target-feature=+crt-static" ;;
-    esac
-    (cd "$repo" && RUSTFLAGS="$flags" "$cargo" build --release --workspace --bins --target "$host")
+    local repo=$1 cargo=$2 target flags
+    read -r target flags < <(release_target "$cargo") || return 1
+    [ -n "$target" ] || return 1
+    (cd "$repo" && RUSTFLAGS="${RUSTFLAGS:-} ${flags:-}" "$cargo" build --release --workspace --bins --target "$target") &&
+        echo "$target" >"$repo/target/.release-target"
 }

@@ -98,6 +98,22 @@ set +e
 "$cargo" test --workspace --no-fail-fast 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
 set -e
+echo "==> the release build, installed as scripts/install.sh installs it, through the runtimes' default networks"
+# What a node gets (the multi-call binary under each plugin's name, built
+# for release_target's target) runs the containerd, kind, k3s, podman,
+# nerdctl and minikube network lists, as the debug build just did.
+set +e
+(
+    set -e
+    build_release "$PWD" "$cargo" 2>&1 | tail -n 1
+    stage=$PWD/target/release-stage
+    rm -rf "$stage"
+    bash scripts/install.sh --from "$(release_dir "$PWD")" --destdir "$stage" --prefix /bin >/dev/null
+    CNIRS_BIN_DIR=$stage/bin "$cargo" test --no-fail-fast -p portmap --test containerd --test kind --test k3s \
+        -p firewall --test podman --test nerdctl --test minikube
+) 2>&1 | tee target/release-test.log
+release_status=${PIPESTATUS[0]}
+set -e
 echo "==> kernel-feature tests in a VM (scripts/vm-test.sh)"
 set +e
 bash scripts/vm-test.sh 2>&1 | tee target/vm-test.log
@@ -109,5 +125,5 @@ read -r vm_passed vm_failed < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; 
     END { print p + 0, f + 0 }' target/vm-test.log)
 [ "$vm_status" = 0 ] || [ "$vm_failed" != 0 ] || vm_failed=1
 awk -v vp="$vm_passed" -v vf="$vm_failed" '/^test result:/ { p += $4; f += $6 }
-    END { printf "%d passed, %d failed\n", p + vp, f + vf }' target/test.log
-[ "$status" = 0 ] && [ "$vm_status" = 0 ]
+    END { printf "%d passed, %d failed\n", p + vp, f + vf }' target/test.log target/release-test.log
+[ "$status" = 0 ] && [ "$release_status" = 0 ] && [ "$vm_status" = 0 ]

@@ -252,6 +252,46 @@ fn destdir_on_another_filesystem() {
     linked.unwrap();
 }
 
+/// The host triple cargo reports.
+fn host() -> String {
+    let out = Command::new(env!("CARGO")).arg("-vV").output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .unwrap()
+}
+
+/// scripts/lib.sh `release_dir` on `repo`, with cargo on PATH or without it.
+fn release_dirs(repo: &Path) -> Vec<String> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib.sh");
+    let cargo_dir = Path::new(env!("CARGO")).parent().unwrap().to_path_buf();
+    [
+        format!("{}:/usr/bin:/bin", cargo_dir.display()),
+        "/usr/bin:/bin".to_string(),
+    ]
+    .iter()
+    .map(|path| {
+        let out = Command::new("bash")
+            .args(["-c", ". \"$0\"; release_dir \"$1\""])
+            .arg(&lib)
+            .arg(repo)
+            .env("PATH", path)
+            .env("HOME", repo)
+            .env_remove("CARGO_HOME")
+            .env_remove("SUDO_USER")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    })
+    .collect()
+}
+
 /// The release directory install.sh takes (scripts/lib.sh `release_dir`)
 /// is the host's, not another architecture's build in the same tree
 /// (`target/aarch64-…` sorts before `target/x86_64-…`), with cargo on
@@ -259,18 +299,7 @@ fn destdir_on_another_filesystem() {
 #[test]
 fn release_dir_is_the_hosts_not_a_cross_build() {
     let repo = TempDir::new("reldir");
-    let host = String::from_utf8(
-        Command::new(env!("CARGO"))
-            .arg("-vV")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .lines()
-    .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-    .unwrap();
-    let mine = repo.join(&format!("target/{host}/release"));
+    let mine = repo.join(&format!("target/{}/release", host()));
     let cross = repo.join("target/aarch64-aaa-linux-gnu/release");
     for d in [&mine, &cross] {
         std::fs::create_dir_all(d).unwrap();
@@ -281,28 +310,32 @@ fn release_dir_is_the_hosts_not_a_cross_build() {
         &cross.join("cni-plugins"),
         b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xb7\0",
     );
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib.sh");
-    let cargo_dir = Path::new(env!("CARGO")).parent().unwrap().to_path_buf();
-    for path in [
-        format!("{}:/usr/bin:/bin", cargo_dir.display()),
-        "/usr/bin:/bin".to_string(),
-    ] {
-        let out = Command::new("bash")
-            .args(["-c", ". \"$0\"; release_dir \"$1\""])
-            .arg(&lib)
-            .arg(repo.path())
-            .env("PATH", &path)
-            .env("HOME", repo.path())
-            .env_remove("CARGO_HOME")
-            .env_remove("SUDO_USER")
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            mine.to_str().unwrap(),
-            "PATH={path}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for dir in release_dirs(repo.path()) {
+        assert_eq!(dir, mine.to_str().unwrap());
+    }
+}
+
+/// The target build_release last built for (its musl twin, usually) wins
+/// over a host build left in the same tree, even a newer one; without its
+/// record, the host's build is taken.
+#[test]
+fn release_dir_is_the_last_release_targets() {
+    let repo = TempDir::new("reldir");
+    let musl = repo.join("target/x86_64-unknown-linux-musl/release");
+    let host = repo.join(&format!("target/{}/release", host()));
+    build(&musl, b"");
+    build(&host, b"");
+    std::fs::write(
+        repo.join("target/.release-target"),
+        "x86_64-unknown-linux-musl\n",
+    )
+    .unwrap();
+    for dir in release_dirs(repo.path()) {
+        assert_eq!(dir, musl.to_str().unwrap());
+    }
+    std::fs::remove_file(repo.join("target/.release-target")).unwrap();
+    for dir in release_dirs(repo.path()) {
+        assert_eq!(dir, host.to_str().unwrap());
     }
 }
 

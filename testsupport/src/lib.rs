@@ -275,8 +275,13 @@ impl Drop for TempDir {
 }
 
 /// The target directory holding the built binaries (`target/debug`),
-/// derived from the running test executable (`target/debug/deps/x-hash`).
+/// derived from the running test executable (`target/debug/deps/x-hash`);
+/// `CNIRS_BIN_DIR` overrides it, so that scripts/test.sh can run black-box
+/// tests on the release binaries it would install.
 pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CNIRS_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let exe = std::env::current_exe().unwrap_or_default();
     exe.parent()
         .and_then(|d| {
