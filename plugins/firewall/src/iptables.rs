@@ -346,17 +346,27 @@ pub fn del_present(save: &Save, ips: &[IpAddr]) -> Batch {
     b
 }
 
-/// Refuse a bridge whose name holds `"`: `iptables-save` prints interface
-/// names as they are, so its rules would not read back as written (each
-/// ADD would add them again, CHECK never find them). Before any change.
+/// Refuse a bridge whose name iptables cannot match exactly, before any
+/// change: one holding `"` (`iptables-save` prints interface names as they
+/// are, so its rules would not read back as written: each ADD would add
+/// them again, CHECK never find them), and one ending in `+`, which
+/// iptables reads as a wildcard (`-i br+` is every interface whose name
+/// starts with `br`, so the isolation rules would let other bridges'
+/// traffic through; `-i +` is every interface, and is not even printed
+/// back). The reference writes both as they are.
 pub fn check_bridge(iso: Option<&Isolation>) -> Result<(), Error> {
-    match iso {
-        Some(i) if i.bridge.contains('"') => Err(Error::internal(format!(
-            "bridge name {} holds a quote, which iptables-save does not print back",
-            skel::gojson::quote(&i.bridge)
-        ))),
-        _ => Ok(()),
-    }
+    let Some(i) = iso else { return Ok(()) };
+    let why = if i.bridge.contains('"') {
+        "holds a quote, which iptables-save does not print back"
+    } else if i.bridge.ends_with('+') {
+        "ends in +, which iptables reads as a wildcard over every interface starting with the rest"
+    } else {
+        return Ok(());
+    };
+    Err(Error::internal(format!(
+        "bridge name {} {why}",
+        skel::gojson::quote(&i.bridge)
+    )))
 }
 
 fn fw_error(e: cni_firewall::Error) -> Error {

@@ -30,10 +30,12 @@ fn v4() -> impl Strategy<Value = IpAddr> {
 }
 
 /// A name the kernel takes for an interface (1 to 15 bytes, no `/`, `:`
-/// or blank, not `.` or `..`), without `"` (refused with iptables) and
-/// not `!`, which iptables reads as a negation.
+/// or blank, not `.` or `..`), without `"` and a trailing `+` (both
+/// refused with iptables) and not `!`, which iptables reads as a negation.
 fn bridge() -> impl Strategy<Value = String> {
-    "[!#-.0-9;-~]{1,15}".prop_filter("not a name", |n| !matches!(n.as_str(), "." | ".." | "!"))
+    "[!#-.0-9;-~]{1,15}".prop_filter("not a name", |n| {
+        !matches!(n.as_str(), "." | ".." | "!") && !n.ends_with('+')
+    })
 }
 
 fn wanted<'a>(ips: &[IpAddr], iso: Option<&'a Isolation>) -> Wanted<'a> {

@@ -342,6 +342,29 @@ fn bridge_names_no_interface_can_have_are_refused() {
         "bridge name \"a\\\"b\" holds a quote, which iptables-save does not print back"
     );
     assert_eq!((lab.iptables(), lab.nft()), before);
+    // A trailing `+` is iptables' wildcard: `-i br+` would match `br0`.
+    for br in ["br+", "+"] {
+        let e = lab
+            .firewall("ADD", &odd("iptables", br), "c1", "/x")
+            .err(999);
+        assert_eq!(
+            e["msg"],
+            format!(
+                "bridge name \"{br}\" ends in +, which iptables reads as a wildcard over \
+                 every interface starting with the rest"
+            )
+        );
+        lab.firewall("CHECK", &odd("iptables", br), "c1", "/x")
+            .err(999);
+        assert_eq!((lab.iptables(), lab.nft()), before, "{br}");
+        assert_eq!(lab.records(), 0);
+    }
+    // nftables compares the whole name.
+    let conf = odd("nftables", "br+");
+    lab.firewall("ADD", &conf, "c1", "/x").ok();
+    lab.firewall("CHECK", &conf, "c1", "/x").ok();
+    assert!(lab.nft().contains("oifname \"br+\" drop"), "{}", lab.nft());
+    lab.firewall("DEL", &conf, "c1", "").ok();
     let conf = odd("nftables", "a\"b");
     for _ in 0..2 {
         lab.firewall("ADD", &conf, "c1", "/x").ok();
