@@ -78,6 +78,71 @@ class Call:
         return f"exit {self.code}: {text[:300] or '(no output)'}"
 
 
+class Settler:
+    """Waits for the processes a timed call leaves behind.
+
+    Our plugins leave children on purpose: one holding the last reference of
+    a netfilter socket, one waiting for a link deletion's RCU barrier. They
+    may hold RTNL or the nf_tables commit mutex for 10-25 ms after the
+    plugin exits, i.e. during the next timed call, usually the other suite's.
+    The driver is a child subreaper (PR_SET_CHILD_SUBREAPER), so such orphans
+    become its children; after every timed call has been reaped, settle()
+    waits (untimed) for each of them and reaps it, before the next call
+    starts. The driver is single-threaded and calls settle() only when none
+    of its own processes runs (spawn() and reap() keep the set `own`, and
+    subprocess.run waits for its child before returning), so every child
+    that waitpid(-1) finds then is such an orphan.
+    """
+
+    PR_SET_CHILD_SUBREAPER = 36
+    TIMEOUT = 10.0
+
+    def __init__(self):
+        self.enabled = False
+        self.own = set()
+
+    def enable(self):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(self.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+        self.enabled = True
+
+    def settle(self):
+        """(processes reaped, ns it took); (0, 0) when disabled."""
+        if not self.enabled:
+            return 0, 0
+        if self.own:
+            raise RuntimeError(f"settle() while the driver's own processes {sorted(self.own)} run")
+        t0 = time.perf_counter_ns()
+        count = 0
+
+        def expired(_signum, _frame):
+            raise TimeoutError("a process left by a plugin call did not exit")
+
+        old = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, self.TIMEOUT)
+        try:
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+                count += 1
+        except TimeoutError as e:
+            # Stop settling rather than stall every later call.
+            self.enabled = False
+            log(f"{e} within {self.TIMEOUT:.0f} s; settling is off from here on")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        return count, time.perf_counter_ns() - t0
+
+
+SETTLER = Settler()
+
+
 class Pending:
     __slots__ = ("pid", "out", "t0")
 
@@ -102,6 +167,7 @@ def spawn(binary, env, stdin, errfd, argv=None):
     ]
     t0 = time.perf_counter_ns()
     pid = os.posix_spawn(argv[0] if argv else binary, argv or [binary], env, file_actions=actions)
+    SETTLER.own.add(pid)
     os.close(in_r)
     os.close(out_w)
     return Pending(pid, out_r, t0)
@@ -117,6 +183,7 @@ def reap(p):
     os.close(p.out)
     _, status, ru = os.wait4(p.pid, 0)
     t1 = time.perf_counter_ns()
+    SETTLER.own.discard(p.pid)
     code = os.waitstatus_to_exitcode(status)
     return Call(code, b"".join(chunks), t1 - p.t0, ru.ru_maxrss)
 
@@ -132,6 +199,9 @@ class Suite:
         self.errfd = errfd
         self.working = {}  # plugin -> bool
         self.masq_backend = None
+        self.calls = 0
+        self.left = 0  # processes its calls left behind
+        self.settle_ns = []  # time settling took, after calls that left some
 
     def bin(self, plugin):
         return os.path.join(self.bindir, plugin)
@@ -155,8 +225,18 @@ class Suite:
         env = self.env(command, cid, netns, ifname, args)
         return spawn(self.bin(plugin), env, json.dumps(doc).encode(), self.errfd, argv)
 
+    def settle(self, calls=1):
+        """After this suite's calls were reaped: wait for what they left."""
+        count, ns = SETTLER.settle()
+        self.calls += calls
+        if count:
+            self.left += count
+            self.settle_ns.append(ns)
+
     def call(self, plugin, command, conf, **kw):
-        return reap(self.start(plugin, command, conf, **kw))
+        c = reap(self.start(plugin, command, conf, **kw))
+        self.settle()
+        return c
 
     def call_rss(self, plugin, command, conf, tmpdir, **kw):
         """A call run under GNU time, whose %M is max(plugin, reaped children).
@@ -169,6 +249,7 @@ class Suite:
         out = os.path.join(tmpdir, "rss")
         argv = [GNU_TIME, "-f", "%M", "-o", out, self.bin(plugin)]
         c = reap(self.start(plugin, command, conf, argv=argv, **kw))
+        self.settle()
         try:
             with open(out) as f:
                 c.rss_kib = int(f.read().split()[-1])
@@ -178,7 +259,9 @@ class Suite:
 
     def version(self, plugin):
         env = self.env("VERSION", "", "dummy", "dummy")
-        return reap(spawn(self.bin(plugin), env, b'{"cniVersion":"1.1.0"}', self.errfd))
+        c = reap(spawn(self.bin(plugin), env, b'{"cniVersion":"1.1.0"}', self.errfd))
+        self.settle()
+        return c
 
     def probe(self):
         for plugin in PLUGINS:
@@ -759,6 +842,7 @@ class Bench(PluginSteps):
                 pend = [s.start("bridge", "ADD", confs[s.key], cid=cids[j], netns=paths[s.key][j]) for j in range(k)]
                 calls = [reap(p) for p in pend]
                 add[s.key].append(time.perf_counter_ns() - t0)
+                s.settle(k)
                 bad = [c for c in calls if not c.ok]
                 addrs = []
                 for c in calls:
@@ -776,6 +860,7 @@ class Bench(PluginSteps):
                 ]
                 dcalls = [reap(p) for p in pend]
                 dele[s.key].append(time.perf_counter_ns() - t0)
+                s.settle(k)
                 dbad = [c for c in dcalls if not c.ok]
                 if dbad:
                     problems.append(f"{len(dbad)} DELs failed ({dbad[0].error_text()})")
@@ -1016,6 +1101,27 @@ class Bench(PluginSteps):
 
     # -- driver ------------------------------------------------------------
 
+    def settle_note(self):
+        if not SETTLER.enabled and not self.opts.no_settle:
+            self.report.notes.append("Settling was switched off during the run (a left process did not exit).")
+        if self.opts.no_settle:
+            self.report.notes.append("`--no-settle`: processes left by a call were not waited for "
+                                     "(they run on during the next calls).")
+            return
+        parts = []
+        for s in (self.ours, self.ref):
+            if not s.calls:
+                continue
+            text = f"{s.label} {s.left} after {s.calls} calls"
+            if s.settle_ns:
+                text += (f" (waiting took median {median(s.settle_ns) / 1e6:.2f} ms, "
+                         f"max {max(s.settle_ns) / 1e6:.2f} ms)")
+            parts.append(text)
+        if parts:
+            self.report.notes.append("Processes left behind by plugin calls and waited for before the next "
+                                     "call: " + "; ".join(parts) + ".")
+            log("left behind: " + "; ".join(parts))
+
     def detect_backends(self):
         with open(self.ref.bin("bridge"), "rb") as f:
             data = f.read()
@@ -1063,6 +1169,7 @@ class Bench(PluginSteps):
             log(f"  {name} took {time.monotonic() - t:.1f} s")
         self.breakdown()
         self.bench_sizes()
+        self.settle_note()
         for s in (self.ours, self.ref):
             absent = [p for p in PLUGINS if not os.path.exists(s.bin(p))]
             broken = [p for p in PLUGINS if not s.working.get(p) and p not in absent]
@@ -1145,6 +1252,12 @@ def write_page(path, bench, opts, table):
         "- bridge configs: `isGateway: true`, IPv4 host-local range (a /24, a /22 for the growing bridge), "
         "a default route; IPv6 is left out so that no DAD settling enters the numbers. Two warm-up "
         "ADD/DEL pairs (which create the bridge) are not counted.",
+        "- Deferred kernel work is charged to nobody: the driver is a child subreaper "
+        "(`PR_SET_CHILD_SUBREAPER`), so processes a plugin leaves behind (ours: a child holding the last "
+        "reference of a netfilter socket, a child waiting for a link deletion's RCU barrier) become its "
+        "children; after each timed call (or each 64-at-once burst) is reaped, the driver waits, untimed, "
+        "until every such process has exited, and only then starts the next call. Only such orphans are "
+        "waited for: the driver settles when none of its own processes runs.",
         "- Peak RSS is GNU time's `%M` (`ru_maxrss` from `wait4`), which on Linux is the maximum over "
         "the process and every descendant it reaped, i.e. max(bridge, its host-local child); these "
         "calls are separate from the timed ones. (Measuring from the Python driver would count the "
@@ -1194,6 +1307,8 @@ def main():
     ap.add_argument("--prefix", help="name prefix of everything created (default cnirsb + 4 random hex)")
     ap.add_argument("--no-container-ipv6", action="store_true",
                     help="growing bridge: IPv6 off in every container's namespace (an experiment, see docs/benchmarks.md)")
+    ap.add_argument("--no-settle", action="store_true",
+                    help="do not wait for processes a call leaves behind (the behaviour before; for A/B runs)")
     ap.add_argument("--scale", type=int, metavar="N", dest="scale_n",
                     help="grow the bridge of the 'growing bridge' step to N containers (default 1000, 300 with --quick)")
     opts = ap.parse_args()
@@ -1216,6 +1331,8 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGHUP, stop)
+    if not opts.no_settle:
+        SETTLER.enable()
     bench = Bench(opts)
     try:
         bench.run()
