@@ -33,7 +33,7 @@ import tempfile
 import time
 
 import taskstats
-from floor import Floor, ipv6_off
+from floor import Floor, FullFloor, ipv6_off
 from plugins import PluginSteps
 
 IFNAME = "eth0"
@@ -305,17 +305,23 @@ class Suite:
 
 
 class FloorRun:
-    """A Floor alternated with the suites: one ADD and one DEL per step."""
+    """A Floor alternated with the suites: one ADD and one DEL per step; and
+    the FullFloor's ADD (its DEL untimed), each on a bridge of its own."""
 
-    def __init__(self, floor, path):
+    def __init__(self, floor, path, full, full_path):
         self.floor = floor
         self.path = path
+        self.full = full
+        self.full_path = full_path
         self.add = []
         self.dele = []
+        self.full_add = []
 
     def step(self):
         self.add.append(self.floor.add(self.path))
         self.dele.append(Floor.delete(self.path))
+        self.full_add.append(self.full.add(self.full_path))
+        Floor.delete(self.full_path)
 
 
 def is_ip(name):
@@ -776,7 +782,7 @@ class Bench(PluginSteps):
             elif tag == "masq":
                 self.measure_rss("bridge ipMasq ADD incl. IPAM and iptables children", alive, "bridge", confs, paths)
 
-    def floor_setup(self, tag):
+    def floor_setup(self, tag, third=20):
         """The kernel's floor for bridge ADD and DEL (see floor.py), alternated
         with the suites' calls on a bridge and namespace of its own."""
         br = f"{self.prefix}f{tag[:3]}"[:15]
@@ -784,7 +790,20 @@ class Bench(PluginSteps):
         subprocess.run(["ip", "link", "set", br, "up"], check=True)
         self.bridges.append(br)
         path = self.add_netns([f"{self.prefix}-floor-{tag}"])[0]
-        return FloorRun(Floor(br), path)
+        full_path = self.add_netns([f"{self.prefix}-ffloor-{tag}"])[0]
+        return FloorRun(Floor(br), path, self.full_floor_setup(tag, third), full_path)
+
+    def full_floor_setup(self, tag, third):
+        """The full ADD floor (floor.py's FullFloor) on a bridge of its own,
+        which has its gateway address as our bridges have theirs."""
+        br = f"{self.prefix}g{tag[:3]}"[:15]
+        subnet = self.subnet(third, 22)
+        gateway = subnet.replace(".0/", ".1/")
+        subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
+        self.bridges.append(br)
+        subprocess.run(["ip", "addr", "add", gateway, "dev", br], check=True)
+        subprocess.run(["ip", "link", "set", br, "up"], check=True)
+        return FullFloor(br, subnet)
 
     def floor_rows(self, floor, add, dele):
         rows = self.report.section("bridge against the kernel's floor")
@@ -792,6 +811,9 @@ class Bench(PluginSteps):
         self.medians["floor"] = (fa, fd)
         rows.append((f"kernel floor of ADD (veth pair into the netns, up; n={len(floor.add)})", fa, None, "ms"))
         rows.append((f"kernel floor of DEL (RTM_DELLINK, waited for; n={len(floor.dele)})", fd, None, "ms"))
+        ff = median(floor.full_add)
+        rows.append((f"full kernel floor of ADD (our bridge ADD's kernel requests, from the driver; "
+                     f"n={len(floor.full_add)})", ff, None, "ms"))
 
         def over(samples, key, base):
             m = median(samples.get(key, []))
@@ -799,6 +821,7 @@ class Bench(PluginSteps):
 
         rows.append(("bridge ADD over its floor", over(add, "ours", fa), over(add, "ref", fa), "ms"))
         rows.append(("bridge DEL over its floor", over(dele, "ours", fd), over(dele, "ref", fd), "ms"))
+        rows.append(("bridge ADD over its full floor", over(add, "ours", ff), over(add, "ref", ff), "ms"))
         floor.floor.close()
 
     def measure_rss(self, metric, suites, plugin, confs, paths, ifname=IFNAME, teardown=True):
@@ -949,18 +972,20 @@ class Bench(PluginSteps):
             else:
                 self.fail("bridge warm-up (scale)", s, c if not c.ok else d)
         # The kernel's floor grows a bridge of its own alongside.
-        floor = self.floor_setup("big")
+        floor = self.floor_setup("big", 24)
         floor_paths = self.add_netns([f"{self.prefix}-floor-b{j}" for j in range(total)])
+        full_paths = self.add_netns([f"{self.prefix}-ffloor-b{j}" for j in range(total)])
         if self.opts.no_container_ipv6:
             # The experiment that shows where the slope comes from (see
             # docs/benchmarks.md): every container's eth0 without IPv6.
             rows.append(("containers' eth0 without IPv6 (--no-container-ipv6)", "yes", "yes", ""))
-            for p in [p for s in suites for p in paths[s.key]] + floor_paths:
+            for p in [p for s in suites for p in paths[s.key]] + floor_paths + full_paths:
                 ipv6_off(p)
         lat = {s.key: [] for s in alive}
         live = {s.key: [] for s in alive}
         lat["floor"] = []
-        log(f"growing one bridge per suite (and the floor's) to {total} containers")
+        lat["full"] = []
+        log(f"growing one bridge per suite (and the floors') to {total} containers")
         for i in range(total):
             for s in self.order(alive, i):
                 cid = f"{self.prefix}b{i}"
@@ -972,6 +997,7 @@ class Bench(PluginSteps):
                 lat[s.key].append(c.ns)
                 live[s.key].append((cid, paths[s.key][i], c.json()))
             lat["floor"].append(floor.floor.add(floor_paths[i]))
+            lat["full"].append(floor.full.add(full_paths[i]))
         step = 100
         bins = [(lo, min(total, lo + step)) for lo in range(0, total, step)]
 
@@ -980,6 +1006,8 @@ class Bench(PluginSteps):
 
         for lo, hi in bins:
             rows.append((f"ADD median, containers {lo + 1}–{hi}", med(lat, "ours", lo, hi), med(lat, "ref", lo, hi), "ms"))
+            log(f"  ADD medians {lo + 1}–{hi}: " + ", ".join(
+                f"{k} {med(lat, k, lo, hi) / 1e6:.2f} ms" for k in lat if med(lat, k, lo, hi) is not None))
         log(f"deleting {total} containers per suite (and the floor's)")
         dele = {s.key: [] for s in alive}
         dele["floor"] = []
@@ -995,6 +1023,7 @@ class Bench(PluginSteps):
                     continue
                 dele[s.key].append(d.ns)
             dele["floor"].append(Floor.delete(floor_paths[i]))
+            Floor.delete(full_paths[i])  # the full floor shrinks alongside, untimed
         # DEL number i runs with total - i containers live.
         for lo, hi in bins:
             rows.append((f"DEL median, {total - lo}–{total - hi + 1} live", med(dele, "ours", lo, hi), med(dele, "ref", lo, hi), "ms"))
@@ -1011,7 +1040,8 @@ class Bench(PluginSteps):
             ("nothing left after DEL of all", *(("ok" if not left.get(k) else "FAIL") if k in left else None for k in ("ours", "ref")), "")
         )
         floor.floor.close()
-        self.del_netns([os.path.basename(p) for s in alive for p in paths[s.key]] + [os.path.basename(p) for p in floor_paths])
+        self.del_netns([os.path.basename(p) for s in alive for p in paths[s.key]]
+                       + [os.path.basename(p) for p in floor_paths + full_paths])
 
     def scale_slopes(self, lat, dele, bins, total):
         """Least-squares slope, per 100 live containers, of each bin's median:
@@ -1030,8 +1060,8 @@ class Bench(PluginSteps):
         def med(samples, key, lo, hi):
             return median([v for v in samples.get(key, [])[lo:hi] if v is not None])
 
-        def own(samples, key, lo, hi):
-            m, f = med(samples, key, lo, hi), med(samples, "floor", lo, hi)
+        def own(samples, key, lo, hi, base="floor"):
+            m, f = med(samples, key, lo, hi), med(samples, base, lo, hi)
             return None if m is None or f is None else m - f
 
         for what, samples, live_at in (("ADD", lat, lambda lo, hi: (lo + hi) / 2),
@@ -1041,6 +1071,13 @@ class Bench(PluginSteps):
             rows.append((f"{what}: the plugin's own cost (median − floor)",
                          slope([(live_at(lo, hi), own(samples, "ours", lo, hi)) for lo, hi in bins]),
                          slope([(live_at(lo, hi), own(samples, "ref", lo, hi)) for lo, hi in bins]), "ms"))
+            if "full" not in samples:
+                continue
+            fl = slope([(live_at(lo, hi), med(samples, "full", lo, hi)) for lo, hi in bins])
+            rows.append((f"{what}: the full floor (our ADD's kernel requests, from the driver)", fl, fl, "ms"))
+            rows.append((f"{what}: the plugin's cost over the full floor (median − full floor)",
+                         slope([(live_at(lo, hi), own(samples, "ours", lo, hi, "full")) for lo, hi in bins]),
+                         slope([(live_at(lo, hi), own(samples, "ref", lo, hi, "full")) for lo, hi in bins]), "ms"))
 
     def fill_leases(self, conf, count, have):
         """Writes lease files so `count` addresses of the range are taken."""
