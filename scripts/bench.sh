@@ -114,7 +114,10 @@ trap cleanup EXIT
 "$repo/scripts/install.sh" --no-build --force --prefix "$ours" >/dev/null ||
     die "installing our binaries into $ours failed"
 
-args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}" "${extra[@]}")
+# taskstats (per-process peak RSS) answers only in the kernel's initial
+# network namespace: the driver opens that socket in this script's.
+args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line"
+    --taskstats-netns "/proc/$$/ns/net" "${only[@]}" "${extra[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
 [ -n "$out" ] && args+=(--out "$out")
 # Both suites run inside a throwaway "host" namespace: their bridges,

@@ -183,9 +183,9 @@ def _setns(path_or_fd):
 
 
 class _Conn:
-    """A NETLINK_ROUTE socket that sends requests (several at once, as a
-    batch) and reads each one's answers up to its acknowledgement, or up to
-    NLMSG_DONE for a dump."""
+    """A NETLINK_ROUTE socket that sends requests (several before reading,
+    as a pipelined batch) and reads each one's answers up to its
+    acknowledgement, or up to NLMSG_DONE for a dump."""
 
     def __init__(self, sock):
         self.sock = sock
@@ -195,15 +195,17 @@ class _Conn:
         self.sock.close()
 
     def batch(self, requests, allow=()):
-        """requests: (type, flags, body); returns per request the payloads
-        of its answers. An error not in `allow` (errnos) raises OSError."""
-        out, want, data = {}, set(), b""
+        """requests: (type, flags, body), all sent, then the answers read;
+        returns per request the payloads of its answers. An error not in
+        `allow` (errnos) raises OSError."""
+        out, want = {}, set()
         for kind, flags, body in requests:
             self.seq += 1
             out[self.seq] = []
             want.add(self.seq)
-            data += struct.pack("IHHII", 16 + len(body), kind, NLM_F_REQUEST | flags, self.seq, 0) + body
-        self.sock.send(data)
+            # One datagram each, as the plugin sends them: the kernel handles
+            # each send at once, in the sender's context.
+            self.sock.send(struct.pack("IHHII", 16 + len(body), kind, NLM_F_REQUEST | flags, self.seq, 0) + body)
         while want:
             buf = self.sock.recv(1 << 16)
             off = 0
@@ -282,9 +284,9 @@ class FullFloor:
         try:
             t0 = time.perf_counter_ns()
             # Each ADD is a new process with new sockets.
-            self.host = _Conn(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
             cont = self._container_socket(ns, me)
             cont.link(ifname, allow=(19,))  # ENODEV: no eth0 yet
+            self.host = _Conn(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
             master, _ = self.host.link(self.bridge)
             _sysctl(f"/proc/sys/net/ipv6/conf/{self.bridge}/accept_ra", "0")
             self._create_veth(host_name, master, ifname, ns)
