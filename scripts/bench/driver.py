@@ -1385,6 +1385,17 @@ def write_page(path, bench, opts, table):
         "- host-local with N leases: N lease files are written into the network's directory "
         "(`last_reserved_ip.0` points at the last one), then ADD/DEL pairs of new containers are timed.",
         "- Binary size is the size of the installed file (ours: stripped, LTO release build).",
+        "- Kernel floors of a bridge ADD, issued by the driver itself over rtnetlink on bridges of their "
+        "own, alternated with the suites' calls and, in the scale step, grown alongside to the same number "
+        "of containers (scripts/bench/floor.py): the *floor* is the veth pair created into the "
+        "container's namespace and its end brought up; the *full floor* is every kernel request our "
+        "bridge ADD makes, in its order (taken from `strace` of it): the container's netlink socket and "
+        "`eth0` check, the bridge lookup and its `accept_ra`, the veth creation, the port's `accept_ra`, "
+        "the container's `accept_dad` and `arp_notify` (setns), the address, link-up and default route "
+        "as one pipelined batch, the gateway check (an address dump filtered to the bridge), the "
+        "`ip_forward` read, the port's oper-up poll on the plugin's schedule and the bridge lookup for "
+        "its MAC; no process, no IPAM, no JSON. A suite's cost over the full floor is what its process, "
+        "IPAM and choice of requests add; its slope is how that grows with the bridge.",
         "- An A/A run (the reference in both columns, `driver.py --ours /usr/lib/cni --quick`) gave "
         "ratios of 0.95–1.05× for bridge medians and 0.83–1.09× for p95s, so smaller differences than "
         "that are noise.",
