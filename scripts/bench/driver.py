@@ -1008,6 +1008,7 @@ class Bench(PluginSteps):
             rows.append((f"ADD median, containers {lo + 1}–{hi}", med(lat, "ours", lo, hi), med(lat, "ref", lo, hi), "ms"))
             log(f"  ADD medians {lo + 1}–{hi}: " + ", ".join(
                 f"{k} {med(lat, k, lo, hi) / 1e6:.2f} ms" for k in lat if med(lat, k, lo, hi) is not None))
+        self.log_full_floor(floor.full, bins)
         log(f"deleting {total} containers per suite (and the floor's)")
         dele = {s.key: [] for s in alive}
         dele["floor"] = []
@@ -1042,6 +1043,17 @@ class Bench(PluginSteps):
         floor.floor.close()
         self.del_netns([os.path.basename(p) for s in alive for p in paths[s.key]]
                        + [os.path.basename(p) for p in floor_paths + full_paths])
+
+    @staticmethod
+    def log_full_floor(full, bins):
+        """The full floor's phases, median per bin (for the hand-written
+        analysis, not the table), and how often the port was not up at once."""
+        for j, name in enumerate(FullFloor.PHASES):
+            meds = [median([p[j] for p in full.phases[lo:hi]]) for lo, hi in bins]
+            log(f"  full floor, {name}: " + " ".join(f"{m / 1e3:.0f}" for m in meds if m is not None) + " µs per bin")
+        for lo, hi in bins:
+            late = sum(1 for n in full.polls[lo:hi] if n > 1)
+            log(f"  full floor, {lo + 1}–{hi}: port not up at the first look {late} times")
 
     def scale_slopes(self, lat, dele, bins, total):
         """Least-squares slope, per 100 live containers, of each bin's median:

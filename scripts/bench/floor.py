@@ -262,6 +262,9 @@ class FullFloor:
     gateway) and be up; containers get the subnet's next addresses."""
 
     PORT_UP_SLEEPS_MS = (0, 2, 5, 10, 25, 50, 100, 300, 1000, 1000)
+    PHASES = ("container socket, eth0 check", "bridge lookup, its accept_ra", "veth pair created",
+              "port lookup, its accept_ra", "eth0 lookup, accept_dad and arp_notify", "address, link up, route",
+              "gateway check, ip_forward", "port oper-up poll", "bridge lookup (MAC)")
 
     def __init__(self, bridge, subnet):
         self.host = None
@@ -269,6 +272,8 @@ class FullFloor:
         self.net = ipaddress.ip_network(subnet)
         self.gateway = self.net.network_address + 1
         self.count = 0
+        self.phases = []  # per add: ns of each of PHASES
+        self.polls = []  # per add: port looks until it was up
 
     def close(self):
         pass
@@ -283,15 +288,24 @@ class FullFloor:
         cont = None
         try:
             t0 = time.perf_counter_ns()
+            marks = [t0]
+
+            def mark():
+                marks.append(time.perf_counter_ns())
+
             # Each ADD is a new process with new sockets.
             cont = self._container_socket(ns, me)
             cont.link(ifname, allow=(19,))  # ENODEV: no eth0 yet
+            mark()
             self.host = _Conn(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
             master, _ = self.host.link(self.bridge)
             _sysctl(f"/proc/sys/net/ipv6/conf/{self.bridge}/accept_ra", "0")
+            mark()
             self._create_veth(host_name, master, ifname, ns)
+            mark()
             self.host.link(host_name)
             _sysctl(f"/proc/sys/net/ipv6/conf/{host_name}/accept_ra", "0")
+            mark()
             index, _ = cont.link(ifname)
             _setns(ns)
             try:
@@ -299,11 +313,17 @@ class FullFloor:
                 _sysctl(f"/proc/sys/net/ipv4/conf/{ifname}/arp_notify", "1")
             finally:
                 _setns(me)
+            mark()
             cont.batch(self._configure(index, address))
+            mark()
             self._gateway_check(master)
             _sysctl("/proc/sys/net/ipv4/ip_forward")
-            self._wait_port_up(host_name)
+            mark()
+            self.polls.append(self._wait_port_up(host_name))
+            mark()
             self.host.link(index=master)
+            mark()
+            self.phases.append([b - a for a, b in zip(marks, marks[1:])])
             return time.perf_counter_ns() - t0
         finally:
             if cont:
@@ -350,10 +370,11 @@ class FullFloor:
             raise OSError(2, f"floor bridge {self.bridge} has no IPv4 address (its gateway)")
 
     def _wait_port_up(self, name):
-        for ms in self.PORT_UP_SLEEPS_MS:
+        """The number of looks it took."""
+        for n, ms in enumerate(self.PORT_UP_SLEEPS_MS, 1):
             if ms:
                 time.sleep(ms / 1000)
             _, attrs = self.host.link(name)
             if attrs.get(IFLA_OPERSTATE, b"\0")[0] == IF_OPER_UP:
-                return
+                return n
         raise OSError(110, f"floor port {name} never came up")
