@@ -9,7 +9,9 @@ on stdin exactly as a runtime (libcni) does: CNI_* in the environment, the
 plugin object with `name`/`cniVersion` injected on stdin, `prevResult` on DEL.
 A call is timed from just before posix_spawn to just after wait4 reaps it;
 wait4 also gives the peak RSS, which on Linux covers the process and every
-descendant it reaped (bridge and its host-local child).
+descendant it reaped (bridge and its host-local child); taskstats.py gives
+each process's own. Processes a call leaves behind are waited for, untimed,
+before the next call starts (Settler).
 
 The two suites are measured in one run and alternated call by call (the order
 flips every iteration) so machine drift hits both equally. Every object the
