@@ -262,9 +262,10 @@ class FullFloor:
     gateway) and be up; containers get the subnet's next addresses."""
 
     PORT_UP_SLEEPS_MS = (0, 2, 5, 10, 25, 50, 100, 300, 1000, 1000)
-    PHASES = ("container socket, eth0 check", "bridge lookup, its accept_ra", "veth pair created",
-              "port lookup, its accept_ra", "eth0 lookup, accept_dad and arp_notify", "address, link up, route",
-              "gateway check, ip_forward", "port oper-up poll", "bridge lookup (MAC)")
+    PHASES = ("container socket, eth0 check", "bridge lookup", "bridge accept_ra", "veth pair created",
+              "port lookup", "port accept_ra", "eth0 lookup", "eth0 accept_dad, arp_notify (setns)",
+              "address, link up, route", "gateway check", "ip_forward read", "port oper-up poll",
+              "bridge lookup (MAC)")
 
     def __init__(self, bridge, subnet):
         self.host = None
@@ -299,14 +300,17 @@ class FullFloor:
             mark()
             self.host = _Conn(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
             master, _ = self.host.link(self.bridge)
+            mark()
             _sysctl(f"/proc/sys/net/ipv6/conf/{self.bridge}/accept_ra", "0")
             mark()
             self._create_veth(host_name, master, ifname, ns)
             mark()
             self.host.link(host_name)
+            mark()
             _sysctl(f"/proc/sys/net/ipv6/conf/{host_name}/accept_ra", "0")
             mark()
             index, _ = cont.link(ifname)
+            mark()
             _setns(ns)
             try:
                 _sysctl(f"/proc/sys/net/ipv6/conf/{ifname}/accept_dad", "0")
@@ -317,6 +321,7 @@ class FullFloor:
             cont.batch(self._configure(index, address))
             mark()
             self._gateway_check(master)
+            mark()
             _sysctl("/proc/sys/net/ipv4/ip_forward")
             mark()
             self.polls.append(self._wait_port_up(host_name))
