@@ -6,7 +6,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
-                        [--scale N] [--no-container-ipv6]
+                        [--scale N] [--no-container-ipv6] [--no-settle]
 
 Builds the release binaries, installs Debian's containernetworking-plugins if
 they are missing (the reference, in /usr/lib/cni), installs ours with
@@ -32,6 +32,9 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
                  an experiment: in "growing bridge", IPv6 off in every
                  container's namespace (no link-local address on eth0), to
                  see how much of the growth its DAD/MLD/RS traffic causes
+  --no-settle    an experiment: do not wait for the processes a plugin call
+                 leaves behind before the next call (the driver's behaviour
+                 before; their kernel work then lands on the next call)
   -h, --help     this text
 
 Our binaries are taken from the release build (CNI_PATH is a temporary
@@ -48,7 +51,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib.sh"
 quick=0 build=1 out="$repo/docs/benchmarks.md"
 only=()
-scale=()
+extra=()
 command_line="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,8 +60,9 @@ while [ $# -gt 0 ]; do
         --no-write) out= ;;
         --no-build) build=0 ;;
         --only) [ $# -ge 2 ] || die "--only needs a step"; only+=(--only "$2"); shift ;;
-        --scale) [ $# -ge 2 ] || die "--scale needs a number"; scale+=(--scale "$2"); shift ;;
-        --no-container-ipv6) scale+=(--no-container-ipv6) ;;
+        --scale) [ $# -ge 2 ] || die "--scale needs a number"; extra+=(--scale "$2"); shift ;;
+        --no-container-ipv6) extra+=(--no-container-ipv6) ;;
+        --no-settle) extra+=(--no-settle) ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -110,7 +114,10 @@ trap cleanup EXIT
 "$repo/scripts/install.sh" --no-build --force --prefix "$ours" >/dev/null ||
     die "installing our binaries into $ours failed"
 
-args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line" "${only[@]}" "${scale[@]}")
+# taskstats (per-process peak RSS) answers only in the kernel's initial
+# network namespace: the driver opens that socket in this script's.
+args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line"
+    --taskstats-netns "/proc/$$/ns/net" "${only[@]}" "${extra[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
 [ -n "$out" ] && args+=(--out "$out")
 # Both suites run inside a throwaway "host" namespace: their bridges,

@@ -171,8 +171,8 @@ class PluginSteps:
 
     def plugin_rss(self, plugin, label, suites, chains, paths):
         """Peak RSS of the plugin's ADD (under GNU time: the plugin and the
-        children it reaped, e.g. iptables-restore), after the chain before
-        it; everything deleted again."""
+        children it reaped, e.g. iptables-restore; with taskstats also each
+        process's own), after the chain before it; everything deleted again."""
         vals = {}
         for i in range(self.opts.n_rss):
             for s in self.order(suites, i):
@@ -186,8 +186,7 @@ class PluginSteps:
                     self.fail(f"{plugin} ADD (under GNU time)", s, c)
                     self.del_chain(s, confs[:-1], cid, paths[s.key], r[1])
                     continue
-                if c.rss_kib:
-                    vals[s.key] = max(vals.get(s.key, 0), c.rss_kib)
+                self.keep_rss(vals, s.key, c)
                 self.del_chain(s, confs, cid, paths[s.key], c.json())
         self.rss[f"{label} ADD"] = vals
 
