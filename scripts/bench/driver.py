@@ -1351,6 +1351,15 @@ def git_describe():
     return f"{head} (with uncommitted changes)" if dirty else head
 
 
+def build_target(ours):
+    """The target our binaries were built for, from their directory
+    (target/<target>/release), e.g. x86_64-unknown-linux-musl."""
+    parts = os.path.abspath(ours).split(os.sep)
+    if len(parts) >= 3 and parts[-1] == "release" and parts[-3] == "target":
+        return parts[-2]
+    return "target not known"
+
+
 def write_page(path, bench, opts, table):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     ref_ver = tool_version(["dpkg-query", "-W", "-f", "${Version}", "containernetworking-plugins"])
@@ -1362,8 +1371,8 @@ def write_page(path, bench, opts, table):
         f"- Date: {now}",
         f"- Command: `{opts.command}`",
         f"- Machine: {machine()}",
-        f"- Ours: release build of this repository ({tool_version(['rustc', '--version'])}), "
-        f"git {git_describe()}",
+        f"- Ours: release build of this repository ({tool_version(['rustc', '--version'])}, "
+        f"{build_target(opts.ours)}), git {git_describe()}",
         f"- Reference: Debian `containernetworking-plugins` {ref_ver} in `{opts.ref}`",
         "",
         "## Method",
