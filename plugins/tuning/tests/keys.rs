@@ -242,6 +242,25 @@ fn write_only_sysctls_are_written() {
     );
 }
 
+/// A read-only key is refused with the write-only open's error, as the
+/// reference's, before anything changes: the sysctl opened for reading and
+/// writing at once falls back to that open.
+#[test]
+fn read_only_sysctls_are_refused_before_any_change() {
+    let c = Container::new("kro");
+    let conf = c.conf(
+        "1.0.0",
+        json!({"sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1", "net.ipv4.conf.all.mc_forwarding": "1"}}),
+    );
+    let e = c.run("ADD", &conf).err(999);
+    assert_eq!(
+        e["msg"],
+        "open /proc/sys/net/ipv4/conf/all/mc_forwarding: permission denied"
+    );
+    assert_eq!(c.sysctl("net/ipv4/conf/eth0/arp_notify"), "0");
+    assert_eq!(c.sysctl("net/ipv4/conf/all/mc_forwarding"), "0");
+}
+
 /// Keys outside /proc/sys/net are refused with the reference's words, and
 /// `..` cannot climb out (its dots become slashes first); nothing is
 /// written.
