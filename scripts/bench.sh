@@ -116,7 +116,7 @@ trap cleanup EXIT
 
 # taskstats (per-process peak RSS) answers only in the kernel's initial
 # network namespace: the driver opens that socket in this script's.
-args=(--ours "$ours" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line"
+args=(--ours "$ours" --ours-build "$rel" --ref /usr/lib/cni --prefix "$prefix" --command "$command_line"
     --taskstats-netns "/proc/$$/ns/net" "${only[@]}" "${extra[@]}")
 [ "$quick" -eq 1 ] && args+=(--quick)
 [ -n "$out" ] && args+=(--out "$out")

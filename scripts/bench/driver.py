@@ -412,6 +412,15 @@ TARGETS = [
     ("bridge + ipMasq DEL ≤ 0.4×", "bridge ipMasq (iptables) DEL", 0.4, "ratio"),
     ("64-way ADD ≤ 0.4×", "64 ADDs started at once", 0.4, "ratio"),
     ("64 parallel DELs ≤ 0.4×", "64 DELs started at once", 0.4, "ratio"),
+    ("issue 12, ≤ 0.3×: firewall", "plugin: firewall", 0.3, "each"),
+    ("issue 12, ≤ 0.3×: tuning", "plugin: tuning", 0.3, "each"),
+    ("issue 12, ≤ 0.3×: bandwidth", "plugin: bandwidth", 0.3, "each"),
+    # "Flat": a slope per 100 live containers within the run-to-run spread
+    # of these slopes (±0.4 ms over nine runs, docs/benchmarks.md).
+    ("scale, flat (slope per 100 live ≤ 0.5 ms): ADD over the full floor",
+     "ADD: the plugin's cost over the full floor", 5e5, "delta"),
+    ("scale, flat (slope per 100 live ≤ 0.5 ms): DEL over its floor",
+     "DEL: the plugin's own cost", 5e5, "delta"),
     ("no slower than the reference:", "plugin: ", 1.0, "each"),
     ("no slower than the reference:", "chain: ", 1.0, "each"),
     ("peak RSS ≤ 0.5×, plugin process alone:", RSS_OWN, 0.5, "each"),
@@ -1372,7 +1381,7 @@ def write_page(path, bench, opts, table):
         f"- Command: `{opts.command}`",
         f"- Machine: {machine()}",
         f"- Ours: release build of this repository ({tool_version(['rustc', '--version'])}, "
-        f"{build_target(opts.ours)}), git {git_describe()}",
+        f"{build_target(opts.ours_build or opts.ours)}), git {git_describe()}",
         f"- Reference: Debian `containernetworking-plugins` {ref_ver} in `{opts.ref}`",
         "",
         "## Method",
@@ -1453,6 +1462,7 @@ def write_page(path, bench, opts, table):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ours", required=True, help="directory with our plugin binaries (the CNI_PATH used)")
+    ap.add_argument("--ours-build", help="the release directory they were installed from (names the target)")
     ap.add_argument("--ref", default="/usr/lib/cni", help="directory with the reference binaries")
     ap.add_argument("--quick", action="store_true", help="fewer iterations (a couple of minutes)")
     ap.add_argument("--out", help="markdown page to write")
