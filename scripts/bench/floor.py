@@ -51,6 +51,8 @@ import socket
 import struct
 import time
 
+from nlattr import attr as _attr, attrs as _attrs
+
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
 RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK = 16, 17, 18, 19
@@ -65,10 +67,6 @@ SOL_NETLINK, NETLINK_GET_STRICT_CHK = 270, 12
 IFLA_INFO_KIND, IFLA_INFO_DATA, VETH_INFO_PEER = 1, 2, 1
 IFF_UP = 0x1
 
-
-def _attr(kind, payload):
-    pad = (4 - len(payload) % 4) % 4
-    return struct.pack("HH", 4 + len(payload), kind) + payload + b"\0" * pad
 
 
 def _ifinfo(index=0, flags=0, change=0):
@@ -234,15 +232,6 @@ class _Conn:
             return None
         return struct.unpack_from("i", answers[0], 4)[0], dict(_attrs(answers[0][16:]))
 
-
-def _attrs(data):
-    off = 0
-    while off + 4 <= len(data):
-        length, kind = struct.unpack_from("HH", data, off)
-        if length < 4:
-            break
-        yield kind & 0x3FFF, data[off + 4:off + length]
-        off += (length + 3) & ~3
 
 
 def _sysctl(path, value=None):

@@ -24,6 +24,8 @@ import socket
 import struct
 import subprocess
 
+from nlattr import attr as _attr, attrs as _attrs
+
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
 NETLINK_GENERIC = 16
@@ -52,20 +54,6 @@ class Exit:
         return f"Exit({self.pid}, ppid {self.ppid}, {self.comm!r}, {self.rss_kib} KiB)"
 
 
-def _attr(kind, payload):
-    pad = (4 - len(payload) % 4) % 4
-    return struct.pack("HH", 4 + len(payload), kind) + payload + b"\0" * pad
-
-
-def _attrs(data):
-    """(type, payload) of each netlink attribute in data."""
-    off = 0
-    while off + 4 <= len(data):
-        length, kind = struct.unpack_from("HH", data, off)
-        if length < 4:
-            break
-        yield kind & 0x3FFF, data[off + 4:off + length]
-        off += (length + 3) & ~3
 
 
 def _messages(buf):
