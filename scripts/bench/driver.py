@@ -444,7 +444,7 @@ def render_targets(report):
         if kind not in ("each", "info"):
             found = found[:1]
         for metric, ours, ref, _ in found:
-            name = f"{label} {metric.removeprefix(prefix)}" if kind in ("each", "info") else label
+            name = f"{label} {metric.removeprefix(prefix).lstrip()}" if kind in ("each", "info") else label
             if kind == "delta":
                 if number(ours):
                     lines.append(f"| {name} | {ours / 1e6:+.2f} ms | {'yes' if ours <= limit else 'no'} |")
