@@ -517,6 +517,9 @@ impl Drop for Netlink {
     }
 }
 
+/// How many datagrams [`Conn::drain`] reads in one call.
+const DRAIN_DATAGRAMS: usize = 256;
+
 impl Conn {
     /// Close this socket, its final release done by a child process (see
     /// [`Netlink`]'s `Drop`), whose pid is returned. Without a pipe or a
@@ -572,11 +575,16 @@ impl Conn {
         self.sock.as_fd()
     }
 
-    /// Hand every message queued on the socket to `each`, without
-    /// waiting. A receive queue that overflowed (`ENOBUFS`: messages were
-    /// lost) is an error.
+    /// Hand the messages queued on the socket to `each`, without waiting:
+    /// at most [`DRAIN_DATAGRAMS`] datagrams, so that a namespace whose
+    /// commits never stop cannot keep the caller here (what is left keeps
+    /// the socket readable for its next call). A receive queue that
+    /// overflowed (`ENOBUFS`: messages were lost) is an error.
     pub(crate) fn drain(&self, op: &str, mut each: impl FnMut(&Message<'_>)) -> Result<()> {
-        while let Some(data) = self.recv(op, false)? {
+        for _ in 0..DRAIN_DATAGRAMS {
+            let Some(data) = self.recv(op, false)? else {
+                break;
+            };
             messages(&data).for_each(|m| each(&m));
         }
         Ok(())

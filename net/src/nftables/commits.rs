@@ -61,7 +61,9 @@ impl CommitWatch {
     }
 
     /// How many commits of process `pid` running `program` (a path or a
-    /// name) were queued since the last call; never waits. An error (the
+    /// name) were queued since the last call (a bounded read: under a flood
+    /// of others' commits the rest is counted by the next call, the socket
+    /// still readable); never waits. An error (the
     /// queue overflowed and lost messages, say) means commits can no
     /// longer be counted.
     pub fn commits_of(&self, pid: u32, program: &str) -> Result<usize> {
@@ -158,6 +160,45 @@ mod tests {
         let mut m = Msg::with_flags(k, 0, &[0; 4]);
         m.be32(1, 42);
         assert!(!is_commit_of(k, 77, m.body(), 77, comm));
+    }
+
+    /// One call reads a bounded number of datagrams: a flood of other
+    /// processes' commits leaves the socket readable for the next call
+    /// instead of keeping this one going, and later calls empty it.
+    #[test]
+    fn a_flood_is_read_a_bounded_part_at_a_time() {
+        use super::super::{Family, Table};
+        use crate::{Netlink, netns};
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use nix::sys::socket::{setsockopt, sockopt::RcvBufForce};
+        let ns = testsupport::TestNetns::new("nlf");
+        let file = std::fs::File::open(ns.path()).unwrap();
+        let watch = netns::run(&file, CommitWatch::open).unwrap().unwrap();
+        setsockopt(&watch.as_fd(), RcvBufForce, &(8 << 20)).unwrap();
+        let nl = Netlink::in_netns(&file).unwrap();
+        let t = Table::new(Family::Inet, "cnirs_flood");
+        for _ in 0..200 {
+            nl.nft_transaction(|tx| {
+                tx.add_table(t, None);
+            })
+            .unwrap();
+            nl.nft_transaction(|tx| {
+                tx.delete_table(t);
+            })
+            .unwrap();
+        }
+        let readable = || {
+            let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::ZERO).unwrap() > 0
+        };
+        assert_eq!(watch.commits_of(1, "x").unwrap(), 0);
+        assert!(readable(), "one call read the whole flood");
+        let mut calls = 1;
+        while readable() {
+            assert_eq!(watch.commits_of(1, "x").unwrap(), 0);
+            calls += 1;
+            assert!(calls < 100, "the queue never emptied");
+        }
     }
 
     /// Notifications lost to a full queue make counting fail, rather than
