@@ -138,7 +138,9 @@ build() {
     # executable with SIGPIPE, which silently dropped longer listings.
     local exe listing
     for exe in $(executables <<<"$json" | awk '{ print $2 }'); do
-        listing=$("$exe" --list --ignored --format terse 2>/dev/null) || continue
+        # One that cannot even list its tests is broken, not featureless.
+        listing=$("$exe" --list --ignored --format terse 2>&1) ||
+            die "$exe --list failed: $listing"
         if grep -q ': test$' <<<"$listing"; then
             tests="$tests $exe"
             expected=$((expected + $(grep -c ': test$' <<<"$listing")))
