@@ -137,7 +137,9 @@ build() {
     # `exe | grep -q` failed whenever grep's early exit hit the test
     # executable with SIGPIPE, which silently dropped longer listings.
     local exe listing
-    for exe in $(executables <<<"$json" | awk '{ print $2 }'); do
+    # Test harnesses only (profile "test": true): `cargo test --no-run`
+    # also reports the plain binaries built for the integration tests.
+    for exe in $(grep '"profile":{[^}]*"test":true' <<<"$json" | executables | awk '{ print $2 }'); do
         # One that cannot even list its tests is broken, not featureless.
         listing=$("$exe" --list --ignored --format terse 2>&1) ||
             die "$exe --list failed: $listing"
