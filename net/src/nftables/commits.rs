@@ -162,22 +162,13 @@ mod tests {
         assert!(!is_commit_of(k, 77, m.body(), 77, comm));
     }
 
-    /// One call reads a bounded number of datagrams: a flood of other
-    /// processes' commits leaves the socket readable for the next call
-    /// instead of keeping this one going, and later calls empty it.
-    #[test]
-    fn a_flood_is_read_a_bounded_part_at_a_time() {
+    /// `rounds` commits adding a table and as many deleting it, in the
+    /// namespace `ns`: other processes' commits, as a watch sees them.
+    fn churn(ns: &std::fs::File, rounds: usize) {
         use super::super::{Family, Table};
-        use crate::{Netlink, netns};
-        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-        use nix::sys::socket::{setsockopt, sockopt::RcvBufForce};
-        let ns = testsupport::TestNetns::new("nlf");
-        let file = std::fs::File::open(ns.path()).unwrap();
-        let watch = netns::run(&file, CommitWatch::open).unwrap().unwrap();
-        setsockopt(&watch.as_fd(), RcvBufForce, &(8 << 20)).unwrap();
-        let nl = Netlink::in_netns(&file).unwrap();
-        let t = Table::new(Family::Inet, "cnirs_flood");
-        for _ in 0..200 {
+        let nl = crate::Netlink::in_netns(ns).unwrap();
+        let t = Table::new(Family::Inet, "cnirs_churn");
+        for _ in 0..rounds {
             nl.nft_transaction(|tx| {
                 tx.add_table(t, None);
             })
@@ -187,6 +178,21 @@ mod tests {
             })
             .unwrap();
         }
+    }
+
+    /// One call reads a bounded number of datagrams: a flood of other
+    /// processes' commits leaves the socket readable for the next call
+    /// instead of keeping this one going, and later calls empty it.
+    #[test]
+    fn a_flood_is_read_a_bounded_part_at_a_time() {
+        use crate::netns;
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use nix::sys::socket::{setsockopt, sockopt::RcvBufForce};
+        let ns = testsupport::TestNetns::new("nlf");
+        let file = std::fs::File::open(ns.path()).unwrap();
+        let watch = netns::run(&file, CommitWatch::open).unwrap().unwrap();
+        setsockopt(&watch.as_fd(), RcvBufForce, &(8 << 20)).unwrap();
+        churn(&file, 200);
         let readable = || {
             let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
             poll(&mut fds, PollTimeout::ZERO).unwrap() > 0
@@ -205,8 +211,7 @@ mod tests {
     /// miss a commit and wait for ever.
     #[test]
     fn an_overflowed_queue_is_an_error() {
-        use super::super::{Family, Table};
-        use crate::{Netlink, netns};
+        use crate::netns;
         use nix::sys::socket::{setsockopt, sockopt::RcvBuf};
         let ns = testsupport::TestNetns::new("nlw");
         let file = std::fs::File::open(ns.path()).unwrap();
@@ -214,18 +219,7 @@ mod tests {
         assert_eq!(watch.commits_of(1, "x").unwrap(), 0);
         // The smallest queue the kernel allows: a few messages.
         setsockopt(&watch.as_fd(), RcvBuf, &0).unwrap();
-        let nl = Netlink::in_netns(&file).unwrap();
-        let t = Table::new(Family::Inet, "cnirs_watch");
-        for _ in 0..20 {
-            nl.nft_transaction(|tx| {
-                tx.add_table(t, None);
-            })
-            .unwrap();
-            nl.nft_transaction(|tx| {
-                tx.delete_table(t);
-            })
-            .unwrap();
-        }
+        churn(&file, 20);
         let e = watch.commits_of(1, "x").unwrap_err();
         assert!(e.is(crate::Errno::ENOBUFS), "{e}");
     }
