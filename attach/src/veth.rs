@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::Read;
 
-use cni_net::{Link, Netlink, VethPair};
+use cni_net::{Kind, Link, LinkSpec, Netlink, Peer};
 
 use crate::error::Error;
 
@@ -61,15 +61,20 @@ pub struct Spec<'a> {
 pub fn create(host: &Netlink, spec: &Spec, first_name: String) -> Result<Link, Error> {
     let mut name = first_name;
     for _ in 0..10 {
-        let pair = VethPair {
-            host_name: &name,
-            container_name: spec.ifname,
-            container_ns: spec.ns,
-            container_mac: spec.mac,
-            mtu: (spec.mtu > 0).then_some(spec.mtu),
-            host_master: spec.master.map(|m| m.index),
+        let mtu = (spec.mtu > 0).then_some(spec.mtu);
+        let pair = LinkSpec {
+            mtu,
+            master: spec.master.map(|m| m.index),
+            up: true,
+            peer: Some(Peer {
+                name: spec.ifname,
+                netns: Some(spec.ns),
+                mac: spec.mac,
+                mtu,
+            }),
+            ..LinkSpec::new(&name, Kind::Veth)
         };
-        match host.create_veth_pair_up(&pair) {
+        match host.create_link_get(&pair) {
             Ok(port) => return Ok(port),
             Err(e) if e.is_exists() => {
                 // Either our random name collided (retry) or the container

@@ -46,6 +46,9 @@ pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, ErrorKind, Result};
 pub use ipnetwork::IpNetwork;
-pub use link::{BridgePortOptions, Link, LinkChanges, OperState, VethPair, VethPeer, format_mac};
+pub use link::{
+    BridgePortOptions, IpvlanMode, Kind, Link, LinkChanges, LinkSpec, MacvlanMode, OperState, Peer,
+    Tun, VethPeer, format_mac,
+};
 pub use netlink::Netlink;
 pub use route::{RouteInfo, RouteSpec};

@@ -104,19 +104,24 @@ impl Netlink {
                 _ => e,
             })
         };
-        let conn = match &self.netns {
-            Some(ns) => netns::run(ns, open)??,
-            // A handle of the thread's own namespace used inside
-            // netns::run would open its socket in the wrong namespace.
-            None if netns::switched() => {
-                return Err(Error::other(
-                    "open netfilter netlink socket",
-                    "connection of the thread's own namespace used inside another",
-                ));
-            }
-            None => open()?,
-        };
+        let conn = self.run_in_netns("open netfilter netlink socket", open)??;
         Ok(self.netfilter.get_or_init(|| conn))
+    }
+
+    /// Run `f` (`op`, for the error) with the thread in this handle's
+    /// namespace: to open another socket there, or for what only a
+    /// process inside it can do (a tun device). A handle of the thread's
+    /// own namespace used inside [`netns::run`] is refused: `f` would act
+    /// in the wrong namespace.
+    pub(crate) fn run_in_netns<T>(&self, op: &str, f: impl FnOnce() -> T) -> Result<T> {
+        match &self.netns {
+            Some(ns) => netns::run(ns, f),
+            None if netns::switched() => Err(Error::other(
+                op,
+                "connection of the thread's own namespace used inside another",
+            )),
+            None => Ok(f()),
+        }
     }
 
     /// Send the rtnetlink request `msg` from a child process on a socket
@@ -124,16 +129,7 @@ impl Netlink {
     /// `None` when no child could be made. The child exits with the
     /// errno of the answer (0: success).
     pub(crate) fn request_detached(&self, mut msg: Msg) -> Result<Option<nix::unistd::Pid>> {
-        let conn = match &self.netns {
-            Some(ns) => netns::run(ns, || Conn::open(NETLINK_ROUTE))??,
-            None if netns::switched() => {
-                return Err(Error::other(
-                    "open netlink socket",
-                    "connection of the thread's own namespace used inside another",
-                ));
-            }
-            None => Conn::open(NETLINK_ROUTE)?,
-        };
+        let conn = self.run_in_netns("open netlink socket", || Conn::open(NETLINK_ROUTE))??;
         msg.seal(1);
         let sock = std::os::fd::AsRawFd::as_raw_fd(&conn.sock);
         // SAFETY: the child only makes async-signal-safe calls (close,

@@ -28,7 +28,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         Some(link) => {
             eprintln!(
                 "bandwidth: leaving {name}: a {:?} device, not an ifb",
-                link.kind
+                link.kind.name()
             );
             None
         }
