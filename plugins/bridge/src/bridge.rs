@@ -1,7 +1,7 @@
 //! Host side: the bridge device, the veth ports attached to it, gateway
 //! addresses on the bridge (or on `<bridge>.<vlan>`) and forwarding.
 
-use cni_attach::veth;
+use cni_attach::{ifname, veth};
 use cni_net::bridge_port::PortVlan;
 use cni_net::{BridgePortOptions, IpNetwork, Kind, Link, LinkSpec, Netlink};
 
@@ -269,7 +269,7 @@ pub fn ensure_vlan_interface(
         mtu: br.mtu,
         master: Some(br),
     };
-    let port = match veth::create(host, &spec, veth::random_name()?) {
+    let port = match veth::create(host, &spec, ifname::random()?) {
         Ok(p) => p,
         // A concurrent ADD made it first.
         Err(_) if host.find_link(&name)?.is_some() => {
