@@ -4,7 +4,10 @@
 //! host-device); it builds on `skel` (the protocol) and `cni-net`
 //! (namespaces and netlink: links of every kind are `cni_net::LinkSpec`).
 //!
-//! - [`plugin`]: a main plugin's commands as a skel plugin ([`Main`]);
+//! - [`plugin`]: a plugin's commands as a skel plugin: [`Main`] for the
+//!   main plugins, [`Chained`] for the chained ones;
+//! - [`chained`]: the steps chained plugins share around `prevResult`
+//!   (read in the config's version, required, converted to 1.x);
 //! - [`add`]: the frame of ADD: IPAM started early, and a failed ADD
 //!   undoing everything it did, in reverse: the links it made or moved
 //!   ([`add::Undo`], in whichever namespace they are by then), IPAM, the
@@ -29,6 +32,7 @@
 //!   as code 999.
 
 pub mod add;
+pub mod chained;
 pub mod check;
 pub mod error;
 pub mod host_sysctl;
@@ -40,4 +44,4 @@ pub mod teardown;
 pub mod veth;
 
 pub use error::Error;
-pub use plugin::Main;
+pub use plugin::{Chained, Main};

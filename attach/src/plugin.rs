@@ -1,8 +1,12 @@
-//! A main plugin as skel sees it: its commands as plain functions of
-//! [`Error`], the about text from its name, `CNI_NETNS` opened and vetted
-//! by skel for ADD, DEL and CHECK.
+//! Plugins as skel sees them, described by a table of plain functions of
+//! [`Error`] (into which `cni-net` and `cni-firewall` errors convert):
+//! [`Main`] for the plugins that make the container's interface, and
+//! [`Chained`] for those chained after one (portmap, firewall, tuning,
+//! bandwidth; later sbr, vrf). The about text comes from the name;
+//! `CNI_NETNS` is opened and vetted by skel for ADD, DEL and CHECK where
+//! the plugin works in it.
 
-use skel::types::Result1;
+use skel::types::{CniResult, Result1};
 use skel::{CmdArgs, Outcome, Reply};
 
 use crate::error::Error;
@@ -10,11 +14,36 @@ use crate::error::Error;
 /// A command without a result (DEL, CHECK, STATUS, GC).
 pub type Command = fn(&CmdArgs) -> Result<(), Error>;
 
-/// A main plugin: `skel::main(&PLUGIN)` with a `const PLUGIN: Main`.
+/// A command that does nothing and succeeds (a chained plugin without
+/// STATUS or GC, as a missing function in the reference skel).
+pub fn nothing(_: &CmdArgs) -> Result<(), Error> {
+    Ok(())
+}
+
+/// A main plugin: `skel::plugin_main!(PLUGIN)` with a `const PLUGIN: Main`.
 pub struct Main {
     /// `bridge`, `ptp`: in the about text ([`skel::about`]).
     pub name: &'static str,
     pub add: fn(&CmdArgs) -> Result<Result1, Error>,
+    pub del: Command,
+    pub check: Command,
+    pub status: Command,
+    pub gc: Command,
+}
+
+/// A chained plugin: `skel::plugin_main!(PLUGIN)` with a
+/// `const PLUGIN: Chained<NETNS>`. `NETNS` is whether it works in the
+/// container's namespace (tuning, bandwidth): skel then opens and vets
+/// `CNI_NETNS` for it, and DEL takes a path that is no namespace (any
+/// more) for one that is gone, as the reference's DEL succeeds there.
+pub struct Chained<const NETNS: bool> {
+    /// `portmap`, `firewall`: in the about text.
+    pub name: &'static str,
+    /// The oldest spec version it takes (`0.4.0` for firewall, as the
+    /// reference's `VersionsStartingFrom`); every version when empty.
+    pub since: &'static str,
+    /// ADD's result: `prevResult` passed through, or changed.
+    pub add: fn(&CmdArgs) -> Result<CniResult, Error>,
     pub del: Command,
     pub check: Command,
     pub status: Command,
@@ -40,6 +69,42 @@ impl skel::Plugin for Main {
     fn add(&self, args: &CmdArgs) -> Outcome {
         let result = (self.add)(args)?;
         Ok(Reply::Result(result.into()))
+    }
+
+    fn del(&self, args: &CmdArgs) -> Outcome {
+        done((self.del)(args))
+    }
+
+    fn check(&self, args: &CmdArgs) -> Outcome {
+        done((self.check)(args))
+    }
+
+    fn status(&self, args: &CmdArgs) -> Outcome {
+        done((self.status)(args))
+    }
+
+    fn gc(&self, args: &CmdArgs) -> Outcome {
+        done((self.gc)(args))
+    }
+}
+
+impl<const NETNS: bool> skel::Plugin for Chained<NETNS> {
+    const USES_NETNS: bool = NETNS;
+    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = NETNS;
+
+    fn about(&self) -> String {
+        skel::about(self.name)
+    }
+
+    fn versions(&self) -> Vec<String> {
+        match self.since {
+            "" => skel::version::ALL.iter().map(|s| s.to_string()).collect(),
+            since => skel::version::starting_from(since),
+        }
+    }
+
+    fn add(&self, args: &CmdArgs) -> Outcome {
+        Ok(Reply::Result((self.add)(args)?))
     }
 
     fn del(&self, args: &CmdArgs) -> Outcome {

@@ -16,9 +16,10 @@
 
 use std::net::IpAddr;
 
+use cni_attach::Error;
 use cni_firewall::{Backend, Scope};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::record;
@@ -54,7 +55,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         &mut errors,
     );
     if errors.is_empty() {
-        record::remove(&conf.data_dir, &conf.name, cid, ifname)
+        Ok(record::remove(&conf.data_dir, &conf.name, cid, ifname)?)
     } else {
         Err(Error::internal(errors.join("; ")))
     }
