@@ -126,12 +126,7 @@ impl Config {
 
     /// The backend named by `backend`, `None` for anything else (auto).
     pub fn configured(&self) -> Option<Backend> {
-        match self.backend.as_deref() {
-            Some("iptables") => Some(Backend::Iptables),
-            Some("nftables") => Some(Backend::Nftables),
-            Some("firewalld") => Some(Backend::Firewalld),
-            _ => None,
-        }
+        self.backend.as_deref()?.parse().ok()
     }
 
     /// The backend for ADD and CHECK: the configured one, or auto.

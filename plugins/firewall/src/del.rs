@@ -78,7 +78,7 @@ pub fn remove(
 ) {
     let scope = Scope::of(
         conf.configured()
-            .or_else(|| recorded.and_then(backend_named)),
+            .or_else(|| recorded.and_then(|r| r.parse().ok())),
     );
     let by_address = scope.includes(Backend::Iptables) || scope.includes(Backend::Firewalld);
     let mine: Vec<IpAddr> = match by_address && !ips.is_empty() {
@@ -116,15 +116,5 @@ pub fn remove(
     };
     if firewalld && !mine.is_empty() {
         errors.extend(firewalld::del(&conf.zone, &mine));
-    }
-}
-
-/// A backend as a record names it.
-fn backend_named(name: &str) -> Option<Backend> {
-    match name {
-        "iptables" => Some(Backend::Iptables),
-        "nftables" => Some(Backend::Nftables),
-        "firewalld" => Some(Backend::Firewalld),
-        _ => None,
     }
 }
