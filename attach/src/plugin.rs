@@ -1,4 +1,4 @@
-//! Plugins as skel sees them, described by a table of plain functions of
+//! Plugins as skel sees them, described by one table of plain functions of
 //! [`Error`] (into which `cni-net` and `cni-firewall` errors convert):
 //! [`Main`] for the plugins that make the container's interface, and
 //! [`Chained`] for those chained after one (portmap, firewall, tuning,
@@ -20,75 +20,39 @@ pub fn nothing(_: &CmdArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// A main plugin: `skel::plugin_main!(PLUGIN)` with a `const PLUGIN: Main`.
-pub struct Main {
-    /// `bridge`, `ptp`: in the about text ([`skel::about`]).
+/// A plugin's commands: `skel::plugin_main!(PLUGIN)` with a
+/// `const PLUGIN` of [`Main`] or [`Chained`]. `R` is ADD's result; `NETNS`
+/// whether the plugin works in the container's namespace: skel then opens
+/// and vets `CNI_NETNS` for it, and DEL takes a path that is no namespace
+/// (any more) for one that is gone (a main plugin's links went with it,
+/// and DEL still releases the addresses and removes the firewall rules,
+/// where the reference fails forever with `unknown FS magic`; tuning's and
+/// bandwidth's reference DEL succeeds there).
+pub struct Table<R, const NETNS: bool> {
+    /// `bridge`, `portmap`: in the about text ([`skel::about`]).
     pub name: &'static str,
-    pub add: fn(&CmdArgs) -> Result<Result1, Error>,
+    /// The oldest spec version it takes (`0.4.0` for firewall, as the
+    /// reference's `VersionsStartingFrom`); every version when empty.
+    pub since: &'static str,
+    pub add: fn(&CmdArgs) -> Result<R, Error>,
     pub del: Command,
     pub check: Command,
     pub status: Command,
     pub gc: Command,
 }
 
-/// A chained plugin: `skel::plugin_main!(PLUGIN)` with a
-/// `const PLUGIN: Chained<NETNS>`. `NETNS` is whether it works in the
-/// container's namespace (tuning, bandwidth): skel then opens and vets
-/// `CNI_NETNS` for it, and DEL takes a path that is no namespace (any
-/// more) for one that is gone, as the reference's DEL succeeds there.
-pub struct Chained<const NETNS: bool> {
-    /// `portmap`, `firewall`: in the about text.
-    pub name: &'static str,
-    /// The oldest spec version it takes (`0.4.0` for firewall, as the
-    /// reference's `VersionsStartingFrom`); every version when empty.
-    pub since: &'static str,
-    /// ADD's result: `prevResult` passed through, or changed.
-    pub add: fn(&CmdArgs) -> Result<CniResult, Error>,
-    pub del: Command,
-    pub check: Command,
-    pub status: Command,
-    pub gc: Command,
-}
+/// A main plugin: its ADD makes the container's interface and a result.
+pub type Main = Table<Result1, true>;
+
+/// A chained plugin: its ADD passes `prevResult` through, or changes it.
+pub type Chained<const NETNS: bool> = Table<CniResult, NETNS>;
 
 fn done(outcome: Result<(), Error>) -> Outcome {
     outcome?;
     Ok(Reply::None)
 }
 
-impl skel::Plugin for Main {
-    const USES_NETNS: bool = true;
-    /// The container's links went with its namespace; DEL still releases
-    /// the addresses and removes the firewall rules, which need none (the
-    /// reference fails forever with `unknown FS magic`).
-    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
-
-    fn about(&self) -> String {
-        skel::about(self.name)
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        let result = (self.add)(args)?;
-        Ok(Reply::Result(result.into()))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        done((self.del)(args))
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        done((self.check)(args))
-    }
-
-    fn status(&self, args: &CmdArgs) -> Outcome {
-        done((self.status)(args))
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        done((self.gc)(args))
-    }
-}
-
-impl<const NETNS: bool> skel::Plugin for Chained<NETNS> {
+impl<R: Into<CniResult>, const NETNS: bool> skel::Plugin for Table<R, NETNS> {
     const USES_NETNS: bool = NETNS;
     const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = NETNS;
 
@@ -104,7 +68,7 @@ impl<const NETNS: bool> skel::Plugin for Chained<NETNS> {
     }
 
     fn add(&self, args: &CmdArgs) -> Outcome {
-        Ok(Reply::Result((self.add)(args)?))
+        Ok(Reply::Result((self.add)(args)?.into()))
     }
 
     fn del(&self, args: &CmdArgs) -> Outcome {

@@ -91,6 +91,20 @@ impl<'a> LinkSpec<'a> {
         }
     }
 
+    /// The MTU, MAC and queue length, when set. Returns whether any is.
+    pub(super) fn settings(&self, m: &mut Msg) -> bool {
+        if let Some(mtu) = self.mtu {
+            m.u32(IFLA_MTU, mtu);
+        }
+        if let Some(mac) = self.mac {
+            m.attr(IFLA_ADDRESS, &mac);
+        }
+        if let Some(q) = self.txqlen {
+            m.u32(IFLA_TXQLEN, q);
+        }
+        self.mtu.is_some() || self.mac.is_some() || self.txqlen.is_some()
+    }
+
     /// The `RTM_NEWLINK` of this spec; borrowed namespace descriptors stay
     /// open for the whole call.
     fn message(&self) -> Result<Msg> {
@@ -108,15 +122,7 @@ impl<'a> LinkSpec<'a> {
             &ifinfo(0, 0, flags, flags),
         );
         m.str(IFLA_IFNAME, self.name);
-        if let Some(mtu) = self.mtu {
-            m.u32(IFLA_MTU, mtu);
-        }
-        if let Some(mac) = self.mac {
-            m.attr(IFLA_ADDRESS, &mac);
-        }
-        if let Some(q) = self.txqlen {
-            m.u32(IFLA_TXQLEN, q);
-        }
+        self.settings(&mut m);
         if let Some(parent) = self.parent {
             m.u32(IFLA_LINK, parent);
         }

@@ -14,10 +14,7 @@ use std::os::fd::AsRawFd;
 use nix::libc;
 
 use super::kind::IFF_TAP;
-use super::{
-    IFF_UP, IFLA_ADDRESS, IFLA_IFNAME, IFLA_MASTER, IFLA_MTU, IFLA_TXQLEN, Kind, LinkSpec,
-    RTM_SETLINK, Tun, ifinfo,
-};
+use super::{IFF_UP, IFLA_IFNAME, IFLA_MASTER, Kind, LinkSpec, RTM_SETLINK, Tun, ifinfo};
 use crate::error::{Errno, Error, Result};
 use crate::netlink::{Msg, Netlink};
 
@@ -99,20 +96,11 @@ fn finish_message(spec: &LinkSpec<'_>) -> Option<Msg> {
     let flags = if spec.up { IFF_UP } else { 0 };
     let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, 0, flags, flags));
     m.str(IFLA_IFNAME, spec.name);
-    let bare = m.bytes().len();
-    if let Some(mtu) = spec.mtu {
-        m.u32(IFLA_MTU, mtu);
-    }
-    if let Some(mac) = spec.mac {
-        m.attr(IFLA_ADDRESS, &mac);
-    }
-    if let Some(q) = spec.txqlen {
-        m.u32(IFLA_TXQLEN, q);
-    }
+    let set = spec.settings(&mut m);
     if let Some(master) = spec.master {
         m.u32(IFLA_MASTER, master);
     }
-    (spec.up || m.bytes().len() > bare).then_some(m)
+    (spec.up || set || spec.master.is_some()).then_some(m)
 }
 
 /// [`Netlink::create_link`] of a [`Kind::Tun`] spec, in `nl`'s namespace.
