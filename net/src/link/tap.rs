@@ -18,10 +18,11 @@ use super::{IFF_UP, IFLA_IFNAME, IFLA_MASTER, Kind, LinkSpec, RTM_SETLINK, Tun, 
 use crate::error::{Errno, Error, Result};
 use crate::netlink::{Msg, Netlink};
 
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const TUNSETPERSIST: libc::c_ulong = 0x4004_54cb;
-const TUNSETOWNER: libc::c_ulong = 0x4004_54cc;
-const TUNSETGROUP: libc::c_ulong = 0x4004_54ce;
+// `libc::Ioctl`: the request's type differs between glibc and musl.
+const TUNSETIFF: libc::Ioctl = 0x4004_54ca;
+const TUNSETPERSIST: libc::Ioctl = 0x4004_54cb;
+const TUNSETOWNER: libc::Ioctl = 0x4004_54cc;
+const TUNSETGROUP: libc::Ioctl = 0x4004_54ce;
 const IFF_TUN: u16 = 0x1;
 const IFF_MULTI_QUEUE: u16 = 0x100;
 const IFF_NO_PI: u16 = 0x1000;
