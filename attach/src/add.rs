@@ -141,6 +141,26 @@ impl<'a> Frame<'a> {
         Ok(())
     }
 
+    /// Create `spec` in the container (`cont`, a connection opened there)
+    /// from `host`, where its parent is, under its final name whatever
+    /// the kernel ([`Netlink::create_link_in`]: a temporary name when the
+    /// host has the name and the kernel checks both namespaces); recorded
+    /// for the undo as a container link. Returns it as the container sees
+    /// it.
+    pub fn create_link_in(
+        &mut self,
+        host: &Netlink,
+        cont: &Netlink,
+        spec: &LinkSpec,
+    ) -> Result<Link, Error> {
+        let link = host.create_link_in(cont, spec)?;
+        self.record(Undo::Delete {
+            side: Side::Container,
+            name: link.name.clone(),
+        });
+        Ok(link)
+    }
+
     /// The veth pair ([`veth::create`]), recorded for the undo by its host
     /// end.
     pub fn create_veth(

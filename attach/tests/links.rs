@@ -89,6 +89,13 @@ fn a_failed_add_undoes_links_of_every_kind_in_both_namespaces() {
             });
             // A link of the host.
             frame.create_link(&host, Side::Host, &LinkSpec::new(&made_here, Kind::Ifb))?;
+            // A macvlan in the container under a name the host has.
+            let clash = LinkSpec {
+                parent: Some(master.index),
+                ..LinkSpec::new(&master.name, macvlan())
+            };
+            frame.create_link_in(&host, &cont, &clash)?;
+            assert!(cont.find_link(&master.name)?.is_some());
             // A host device moved in under another name.
             host.set_alias(&dev, &device)?;
             host.move_link(&dev, &cont_file, Some("net2"))?;
@@ -105,6 +112,8 @@ fn a_failed_add_undoes_links_of_every_kind_in_both_namespaces() {
     for gone in ["net1", tmp.as_str(), "net2"] {
         assert!(cont.find_link(gone).unwrap().is_none(), "{gone} left");
     }
+    let left: Vec<String> = cont.links().unwrap().into_iter().map(|l| l.name).collect();
+    assert_eq!(left, ["lo"]);
     let host = Netlink::in_netns(&File::open(host_ns.path()).unwrap()).unwrap();
     assert!(host.find_link(&made_here).unwrap().is_none());
     let back = host.link_by_name(&device).unwrap();

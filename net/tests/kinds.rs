@@ -86,9 +86,9 @@ fn every_macvlan_mode_is_created_and_read_back() {
     }
 }
 
-/// Created with `IFLA_NET_NS_FD`, a link's name is checked in the target
-/// namespace only: the name may be taken where the request is sent from.
-/// Its parent is found in the sender's namespace.
+/// Created with `IFLA_NET_NS_FD`, a link is made in the target namespace,
+/// its parent found in the sender's. (Whether the sender's namespace may
+/// have the name depends on the kernel: see the next test.)
 #[test]
 fn a_link_is_created_directly_in_another_namespace() {
     let (host_ns, cont_ns) = (TestNetns::new("kna"), TestNetns::new("knb"));
@@ -99,14 +99,15 @@ fn a_link_is_created_directly_in_another_namespace() {
         mode: MacvlanMode::Bridge,
         bcqueuelen: None,
     };
-    // The master's own name: taken in the host, free in the container.
+    let name = unique_name("cnirsmv");
     let spec = LinkSpec {
         parent: Some(master.index),
         netns: Some(&open(&cont_ns)),
-        ..LinkSpec::new(&master.name, kind)
+        ..LinkSpec::new(&name, kind)
     };
     host.create_link(&spec).unwrap();
-    let l = cont.link_by_name(&master.name).unwrap();
+    assert!(host.find_link(&name).unwrap().is_none());
+    let l = cont.link_by_name(&name).unwrap();
     assert!(matches!(
         l.kind,
         Kind::Macvlan {
@@ -283,4 +284,57 @@ fn a_bridge_reads_back_its_kind() {
     assert_eq!(details(&ns, &name)["linkinfo"]["info_kind"], "bridge");
     let lo = nl.link_by_name("lo").unwrap();
     assert_eq!((lo.kind, lo.alias), (Kind::Device, None));
+}
+
+/// A link made for another namespace under a name the sender's namespace
+/// has: directly on kernels that check the target only (6.15 and later),
+/// else under a temporary name renamed there; either way nothing else is
+/// left in either namespace, and a name the target has is refused.
+#[test]
+fn a_link_is_made_in_another_namespace_whatever_the_sender_has() {
+    let (host_ns, cont_ns) = (TestNetns::new("kca"), TestNetns::new("kcb"));
+    let host = Netlink::in_netns(&open(&host_ns)).unwrap();
+    let cont = Netlink::in_netns(&open(&cont_ns)).unwrap();
+    let master = parent(&host, &open(&host_ns));
+    // bcqueuelen as the kernel reads it back, to compare.
+    let kind = Kind::Macvlan {
+        mode: MacvlanMode::Private,
+        bcqueuelen: Some(1000),
+    };
+    let before = host.links().unwrap().len();
+    for (name, renamed) in [(master.name.as_str(), false), ("lo", true)] {
+        // The master's name, and lo's: both taken in the host; lo in the
+        // container too, so "lo" must go through a free name first.
+        let spec = LinkSpec {
+            parent: Some(master.index),
+            mtu: Some(1400),
+            up: true,
+            ..LinkSpec::new(name, kind.clone())
+        };
+        let got = if renamed {
+            host.create_link_renamed(&cont, &spec).unwrap_err()
+        } else {
+            let l = host.create_link_in(&cont, &spec).unwrap();
+            assert_eq!((&l.name, l.mtu, l.up), (&master.name, 1400, true));
+            assert_eq!(l.link, Some(master.index));
+            host.create_link_in(&cont, &spec).unwrap_err()
+        };
+        assert!(got.is_exists(), "{got}");
+    }
+    let other = unique_name("cnirsr");
+    let spec = LinkSpec {
+        parent: Some(master.index),
+        up: true,
+        ..LinkSpec::new(&other, kind.clone())
+    };
+    let l = host.create_link_renamed(&cont, &spec).unwrap();
+    assert_eq!((&l.name, &l.kind, l.up), (&other, &kind, true));
+    let names: Vec<String> = cont.links().unwrap().into_iter().map(|l| l.name).collect();
+    assert_eq!(names.len(), 3, "lo and the two macvlans only: {names:?}");
+    assert_eq!(host.links().unwrap().len(), before);
+    // Only a handle opened in a namespace is a target (refused before
+    // anything is sent).
+    let own = Netlink::host().unwrap();
+    let e = host.create_link_in(&own, &spec).unwrap_err();
+    assert_eq!(e.code(), None, "{e}");
 }

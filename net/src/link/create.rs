@@ -4,12 +4,17 @@
 //! one `RTM_NEWLINK` (`NLM_F_CREATE | NLM_F_EXCL`); tun/tap devices go
 //! through `/dev/net/tun` instead ([`super::tap`]).
 //!
-//! A link created with [`LinkSpec::netns`] is made directly in that
-//! namespace: the kernel checks its name there only (the reference creates
-//! its macvlan, ipvlan, vlan and tap links under a temporary name because
-//! kernels before 4.x checked it in the creating namespace too). Its
+//! A link created with [`LinkSpec::netns`] is made in that namespace. Its
 //! parent ([`LinkSpec::parent`]) is looked up in the namespace of the
 //! connection that sends the request, its master in the new link's own.
+//! Kernels before 6.15 create it in the sender's namespace first and then
+//! move it, so its name must be free in both (the reference's
+//! macvlan/ipvlan/vlan/tap create under a temporary name for that, and its
+//! dummy failed on `eth0` until v1.9.0); 6.15 and later check the target
+//! only. [`Netlink::create_link_in`] creates a link in another namespace
+//! under its final name on any kernel: directly when it can, under a
+//! temporary name renamed there when the sender's namespace has the name
+//! ([`Netlink::create_link_renamed`]).
 //!
 //! Names are checked before anything is sent ([`name_problem`]); a random
 //! name for a link on its way elsewhere is [`random_name`] (`veth` + 8 hex
@@ -21,8 +26,8 @@ use std::os::fd::AsRawFd;
 
 use super::{
     IFF_UP, IFLA_ADDRESS, IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINK, IFLA_LINKINFO,
-    IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_TXQLEN, Kind, Link, RTM_NEWLINK, get_by_name,
-    ifinfo, links_of,
+    IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_TXQLEN, Kind, Link, RTM_NEWLINK, RTM_SETLINK,
+    get_by_name, ifinfo, links_of,
 };
 use crate::error::{Error, Result};
 use crate::netlink::{Msg, NLM_F_CREATE, NLM_F_EXCL, Netlink};
@@ -176,6 +181,62 @@ impl Netlink {
         self.request(&spec.describe(), spec.message()?).map(drop)
     }
 
+    /// Create `spec` in the namespace of `target` (a handle opened with
+    /// [`Netlink::in_netns`]; `spec.netns` is ignored) from this
+    /// connection, so that its parent is looked up here; returns the link
+    /// as `target` sees it. Made directly, in one request; when this
+    /// namespace has a link of that name and `target` has none (a kernel
+    /// before 6.15 checks both), made again as
+    /// [`Netlink::create_link_renamed`] does. `EEXIST` when `target` has
+    /// the name.
+    pub fn create_link_in(&self, target: &Netlink, spec: &LinkSpec<'_>) -> Result<Link> {
+        let ns = target_ns(target, spec)?;
+        let direct = LinkSpec {
+            netns: Some(ns),
+            ..spec.clone()
+        };
+        match self.create_link(&direct) {
+            Ok(()) => target.link_by_name(spec.name),
+            Err(e) if e.is_exists() && target.find_link(spec.name)?.is_none() => {
+                self.create_link_renamed(target, spec)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Create `spec` in the namespace of `target` under a random temporary
+    /// name ([`random_name`], free in both namespaces), then rename it
+    /// there to its name, and set it up if `spec.up`, in one request (a
+    /// link is renamed before it is set up). A link that cannot be renamed
+    /// is deleted. Returns the link as `target` sees it.
+    pub fn create_link_renamed(&self, target: &Netlink, spec: &LinkSpec<'_>) -> Result<Link> {
+        let ns = target_ns(target, spec)?;
+        check_new_name(spec.name)?;
+        let tmp = random_name()?;
+        let temporary = LinkSpec {
+            name: &tmp,
+            netns: Some(ns),
+            up: false,
+            ..spec.clone()
+        };
+        self.create_link(&temporary)?;
+        let made = target.link_by_name(&tmp)?;
+        let flags = if spec.up { IFF_UP } else { 0 };
+        let mut m = Msg::new(RTM_SETLINK, 0, &ifinfo(0, made.index, flags, flags));
+        m.str(IFLA_IFNAME, spec.name);
+        let op = format!("rename {tmp} to {}", spec.name);
+        let find_op = format!("find link {}", spec.name);
+        let (renamed, found) = target.request_pair((&op, m), (&find_op, get_by_name(spec.name)));
+        if let Err(e) = renamed {
+            let _ = target.delete_link(&made);
+            return Err(e);
+        }
+        links_of(found?)
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+    }
+
     /// [`Netlink::create_link`], and the link as the kernel reports it right
     /// after: the lookup is sent together with the creation, so both take
     /// one round trip. Only for a link created in this connection's
@@ -265,6 +326,16 @@ pub fn random_name() -> Result<String> {
         "veth{:02x}{:02x}{:02x}{:02x}",
         b[0], b[1], b[2], b[3]
     ))
+}
+
+/// The namespace of `target`, for creating `spec` there.
+fn target_ns<'a>(target: &'a Netlink, spec: &LinkSpec<'_>) -> Result<&'a File> {
+    target.netns_file().ok_or_else(|| {
+        Error::other(
+            spec.describe(),
+            "the target connection was not opened in another namespace",
+        )
+    })
 }
 
 #[cfg(test)]

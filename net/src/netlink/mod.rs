@@ -20,7 +20,7 @@
 //! requests, one after another, pipelined ([`crate::Batch`]) or as one
 //! nfnetlink batch ([`crate::nftables`]).
 //!
-//! Submodules: [`msg`] (the message codec) and [`conn`] (one socket: the
+//! Submodules: `msg` (the message codec) and `conn` (one socket: the
 //! request loop, pipelining, batches, detached requests). This module is
 //! the [`Netlink`] handle over them.
 
@@ -56,6 +56,13 @@ pub struct Netlink {
     /// later; `None` for the thread's own.
     netns: Option<File>,
     netfilter: OnceCell<Conn>,
+}
+
+impl Netlink {
+    /// The namespace of a handle opened with [`Netlink::in_netns`].
+    pub(crate) fn netns_file(&self) -> Option<&File> {
+        self.netns.as_ref()
+    }
 }
 
 impl Netlink {
