@@ -239,7 +239,7 @@ fn a_dummy_is_created_in_a_container_with_its_final_name() {
     let cont = netlink(&cont_ns);
     // eth0 in the sender's namespace does not stop eth0 in the target's
     // (the reference's dummy before v1.9.0 failed here, PR #1205; a kernel
-    // before 6.15 refuses the direct creation, create_link_in then goes
+    // such as 6.1 refuses the direct creation, create_link_in then goes
     // through a temporary name).
     host.create_link(&LinkSpec::new("eth0", Kind::Dummy))
         .unwrap();

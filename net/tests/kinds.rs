@@ -287,7 +287,7 @@ fn a_bridge_reads_back_its_kind() {
 }
 
 /// A link made for another namespace under a name the sender's namespace
-/// has: directly on kernels that check the target only (6.15 and later),
+/// has: directly on kernels that check the target only (this one),
 /// else under a temporary name renamed there; either way nothing else is
 /// left in either namespace, and a name the target has is refused.
 #[test]
