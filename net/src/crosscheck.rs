@@ -919,3 +919,69 @@ fn same_filter(ours: &Filter, f: &TcMessage) {
         assert_eq!((&mine.kind, mine.mirred), (&kind, mirred));
     }
 }
+
+/// The kinds this kernel lacks (ipvlan, vlan, vrf, dummy) cannot be sent
+/// here (the VM tier creates them); their `RTM_NEWLINK`, as built, is
+/// decoded by the independent parser instead.
+#[test]
+fn creations_of_kinds_this_kernel_lacks_decode_independently() {
+    use netlink_packet_route::link::{InfoIpVlan, InfoVlan, InfoVrf, IpVlanMode, VlanProtocol};
+    let cases = [
+        (
+            Kind::Ipvlan {
+                mode: crate::IpvlanMode::L3s,
+            },
+            InfoKind::IpVlan,
+            Some(InfoData::IpVlan(vec![InfoIpVlan::Mode(IpVlanMode::L3S)])),
+        ),
+        (
+            Kind::Vlan {
+                id: 4094,
+                protocol: crate::link::ETH_P_8021AD,
+            },
+            InfoKind::Vlan,
+            Some(InfoData::Vlan(vec![
+                InfoVlan::Id(4094),
+                InfoVlan::Protocol(VlanProtocol::Ieee8021Ad),
+            ])),
+        ),
+        (
+            Kind::Vlan {
+                id: 0,
+                protocol: crate::link::ETH_P_8021Q,
+            },
+            InfoKind::Vlan,
+            Some(InfoData::Vlan(vec![InfoVlan::Id(0)])),
+        ),
+        (
+            Kind::Vrf { table: 1001 },
+            InfoKind::Vrf,
+            Some(InfoData::Vrf(vec![InfoVrf::TableId(1001)])),
+        ),
+        (Kind::Dummy, InfoKind::Dummy, None),
+    ];
+    for (kind, info_kind, data) in cases {
+        let spec = LinkSpec {
+            parent: Some(7),
+            mtu: Some(1400),
+            ..LinkSpec::new("net1", kind.clone())
+        };
+        let mut bytes = spec.message().unwrap().bytes().to_vec();
+        let len = bytes.len() as u32;
+        bytes[..4].copy_from_slice(&len.to_ne_bytes());
+        let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes)
+            .unwrap_or_else(|e| panic!("{kind:?}: {e:?}"));
+        let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) = msg.payload else {
+            panic!("{kind:?}: {msg:?}");
+        };
+        assert!(!format!("{l:?}").contains("Other("), "{l:?}");
+        let infos = link_infos(&l);
+        assert!(infos.contains(&&LinkInfo::Kind(info_kind)), "{l:?}");
+        match data {
+            Some(d) => assert!(infos.contains(&&LinkInfo::Data(d)), "{l:?}"),
+            None => assert!(!infos.iter().any(|i| matches!(i, LinkInfo::Data(_)))),
+        }
+        assert!(l.attributes.contains(&LinkAttribute::Link(7)));
+        assert!(l.attributes.contains(&LinkAttribute::IfName("net1".into())));
+    }
+}

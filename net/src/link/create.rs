@@ -113,7 +113,7 @@ impl<'a> LinkSpec<'a> {
 
     /// The `RTM_NEWLINK` of this spec; borrowed namespace descriptors stay
     /// open for the whole call.
-    fn message(&self) -> Result<Msg> {
+    pub(crate) fn message(&self) -> Result<Msg> {
         check_new_name(self.name)?;
         if let Some(p) = &self.peer {
             check_new_name(p.name)?;
