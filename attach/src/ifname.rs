@@ -1,6 +1,8 @@
 //! Interface names: `CNI_IFNAME` checked as the name of a new link, random
 //! names (a veth's host end, a link on its way into the container), and
-//! the error for a name the container already has.
+//! the veth pair's error for a name the container already has (other
+//! kinds word theirs as their reference plugin does, through
+//! [`crate::add::Frame::start_ipam`]'s `taken`).
 
 use crate::error::Error;
 
@@ -27,14 +29,6 @@ pub fn random() -> Result<String, Error> {
 pub fn taken_by_veth(ifname: &str, host_name: &str) -> Error {
     Error::internal(format!(
         "container veth name ({ifname:?}) peer provided ({host_name:?}) already exists"
-    ))
-}
-
-/// The error for an `ifname` that already exists in the container, for
-/// links other than a veth pair.
-pub fn taken(ifname: &str) -> Error {
-    Error::internal(format!(
-        "interface {ifname:?} already exists in the container"
     ))
 }
 
