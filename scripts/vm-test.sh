@@ -20,10 +20,11 @@ timeout_s=${VM_TEST_TIMEOUT:-300}
 die() { echo "scripts/vm-test.sh: $*" >&2; exit 1; }
 
 # Kernel modules the tests need, loaded at boot with their dependencies
-# (from modules.dep): bridge VLANs and 8021q, veth, and what the plugins'
-# masquerade and spoof-check rules use (nftables, and iptables either way).
+# (from modules.dep): bridge VLANs and 8021q, the link kinds (veth,
+# macvlan, ipvlan, dummy, vrf, tun), and what the plugins' masquerade and
+# spoof-check rules use (nftables, and iptables either way).
 modules=(
-    bridge 8021q veth
+    bridge 8021q veth macvlan ipvlan dummy vrf tun
     crc32c_generic nf_tables nft_chain_nat nft_masq nft_compat nft_meta_bridge
     xt_MASQUERADE xt_comment ip_tables ip6_tables iptable_nat ip6table_nat
 )

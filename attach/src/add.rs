@@ -1,22 +1,57 @@
 //! The frame of a main plugin's ADD: IPAM started early so that it runs
-//! while the plugin sets up links, the veth pair, and the rule that a
-//! failed ADD undoes everything it did, whatever step failed (the
-//! reference leaves the veth behind, plugins #29).
+//! while the plugin sets up links, and the rule that a failed ADD undoes
+//! everything it did, whatever step failed (the reference leaves links
+//! behind, plugins #29 and its macvlan/ipvlan/vlan IPAM traps).
 //!
-//! [`run`] calls the plugin's body with a [`Frame`], which starts IPAM,
-//! creates the veth pair and collects IPAM's result, recording what to
-//! undo. When the body fails, [`run`] waits for everything still running
-//! (so that the undo follows their work), then undoes the plugin's own
-//! work ([`Extra::undo`]: its firewall rules) and the frame's (the veth
-//! pair, IPAM's addresses), and logs on stderr what could not be undone.
+//! [`run`] calls the plugin's body with a [`Frame`]. The body records each
+//! side effect once it has happened, as an [`Undo`]: the frame's own
+//! helpers do it ([`Frame::create_link`], [`Frame::create_veth`]), and a
+//! plugin records what it did by other means ([`Frame::record`]). When
+//! the body fails, [`run`] waits for everything still running (the
+//! plugin's helpers, [`Extra::settle`], and IPAM), so that the undo
+//! follows their work; then runs the recorded undo steps in reverse order,
+//! IPAM DEL (only after an IPAM ADD that succeeded), and the plugin's own
+//! undo ([`Extra::undo`]: its firewall rules); and logs on stderr what
+//! could not be undone.
+//!
+//! A link is recorded where it is when the step that made or moved it
+//! succeeded: created in the host, created in (or moved into) the
+//! container, under a temporary name and then under its final name (two
+//! records; deleting a link that is not there is no error).
 
-use cni_net::{Link, Netlink};
+use cni_net::{Link, LinkSpec, Netlink, netns};
 use skel::CmdArgs;
 use skel::invoke::Running;
 use skel::types::Result1;
 
 use crate::error::Error;
 use crate::veth;
+
+/// A network namespace of an attachment: the plugin's own (the host's)
+/// or the container's (`CNI_NETNS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Host,
+    Container,
+}
+
+/// One step of a failed ADD's undo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Undo {
+    /// Delete the link `name` of `side` if it is there: a link this ADD
+    /// made (a veth's host end, whose deletion takes the container end
+    /// with it whatever that is called by now; a macvlan in the
+    /// container).
+    Delete { side: Side, name: String },
+    /// A host device this ADD moved into the container, where it is
+    /// `name`: move it back to the host under its `original` name, clear
+    /// the alias it got there, and set it up again when it was `up`.
+    MoveBack {
+        name: String,
+        original: String,
+        up: bool,
+    },
+}
 
 /// What a failed ADD undoes and waits for, common to every main plugin.
 pub struct Frame<'a> {
@@ -32,10 +67,8 @@ pub struct Frame<'a> {
     /// As the reference, which runs IPAM DEL only after an IPAM ADD that
     /// succeeded.
     ipam_added: bool,
-    /// The host end of the veth pair, by its (random, our own) name:
-    /// deleting it removes the container end too, whatever that is called
-    /// by now and whether or not the container's namespace is still there.
-    veth: Option<String>,
+    /// The side effects so far, in order.
+    undo: Vec<Undo>,
 }
 
 /// A plugin's own part of a failed ADD.
@@ -53,13 +86,17 @@ impl Extra for () {}
 
 impl<'a> Frame<'a> {
     /// Start IPAM ADD (`ipam_type`, with the full stdin) in the background.
-    /// Not for an attachment that already exists in the container (`cont`):
-    /// the undo of this ADD would release that attachment's addresses.
-    /// `host_name` is the host end's name, for the error.
-    pub fn start_ipam(&mut self, cont: &Netlink, host_name: &str) -> Result<(), Error> {
-        let ifname = &self.args.ifname;
-        if cont.find_link(ifname)?.is_some() {
-            return Err(veth::ifname_taken(ifname, host_name));
+    /// Not for an attachment that already exists in the container (`cont`
+    /// has `CNI_IFNAME`): the undo of this ADD would release that
+    /// attachment's addresses; refused with `taken` (the plugin's words,
+    /// see [`crate::ifname`]).
+    pub fn start_ipam(
+        &mut self,
+        cont: &Netlink,
+        taken: impl FnOnce() -> Error,
+    ) -> Result<(), Error> {
+        if cont.find_link(&self.args.ifname)?.is_some() {
+            return Err(taken());
         }
         let a = self.args;
         self.running = Some(skel::invoke::start(
@@ -69,18 +106,6 @@ impl<'a> Frame<'a> {
             &a.stdin,
         )?);
         Ok(())
-    }
-
-    /// The veth pair ([`veth::create`]), recorded for the undo.
-    pub fn create_veth(
-        &mut self,
-        host: &Netlink,
-        spec: &veth::Spec,
-        host_name: String,
-    ) -> Result<Link, Error> {
-        let port = veth::create(host, spec, host_name)?;
-        self.veth = Some(port.name.clone());
-        Ok(port)
     }
 
     /// IPAM's result, converted to 1.x; it must hold an address.
@@ -98,17 +123,73 @@ impl<'a> Frame<'a> {
         Ok(result)
     }
 
-    /// Undo the veth pair and IPAM, best effort.
+    /// Record a side effect to undo should the ADD fail.
+    pub fn record(&mut self, undo: Undo) {
+        self.undo.push(undo);
+    }
+
+    /// Create `spec` through `nl` ([`Netlink::create_link`]), recorded for
+    /// the undo as a link of `side`: where the link is made, i.e.
+    /// [`Side::Container`] for a link created with `spec.netns` or through
+    /// a connection in the container.
+    pub fn create_link(&mut self, nl: &Netlink, side: Side, spec: &LinkSpec) -> Result<(), Error> {
+        nl.create_link(spec)?;
+        self.record(Undo::Delete {
+            side,
+            name: spec.name.to_string(),
+        });
+        Ok(())
+    }
+
+    /// Create `spec` in the container (`cont`, a connection opened there)
+    /// from `host`, where its parent is, under its final name whatever
+    /// the kernel ([`Netlink::create_link_in`]: a temporary name when the
+    /// host has the name and the kernel checks both namespaces); recorded
+    /// for the undo as a container link. Returns it as the container sees
+    /// it.
+    pub fn create_link_in(
+        &mut self,
+        host: &Netlink,
+        cont: &Netlink,
+        spec: &LinkSpec,
+    ) -> Result<Link, Error> {
+        let link = host.create_link_in(cont, spec)?;
+        self.record(Undo::Delete {
+            side: Side::Container,
+            name: link.name.clone(),
+        });
+        Ok(link)
+    }
+
+    /// The veth pair ([`veth::create`]), recorded for the undo by its host
+    /// end.
+    pub fn create_veth(
+        &mut self,
+        host: &Netlink,
+        spec: &veth::Spec,
+        host_name: String,
+    ) -> Result<Link, Error> {
+        let port = veth::create(host, spec, host_name)?;
+        self.record(Undo::Delete {
+            side: Side::Host,
+            name: port.name.clone(),
+        });
+        Ok(port)
+    }
+
+    /// Undo what was recorded and IPAM, best effort, after waiting for
+    /// IPAM if it still runs.
     fn undo(&mut self, host: &Netlink) -> Vec<Error> {
-        let mut errors = Vec::new();
         if let Some(running) = self.running.take() {
             self.ipam_added = running.wait().is_ok();
         }
-        if let Some(name) = &self.veth
-            && let Err(e) = veth::remove(host, name)
-        {
-            errors.push(e);
-        }
+        let mut cont = Container::new(self.args);
+        let mut errors: Vec<Error> = self
+            .undo
+            .iter()
+            .rev()
+            .filter_map(|u| undo_one(u, host, &mut cont).err())
+            .collect();
         let a = self.args;
         if self.ipam_added
             && let Err(e) = skel::invoke::delegate(self.ipam_type, "DEL", &a.path, &a.stdin)
@@ -116,6 +197,64 @@ impl<'a> Frame<'a> {
             errors.push(e.into());
         }
         errors
+    }
+}
+
+/// A connection in the container's namespace, opened when first needed.
+struct Container<'a> {
+    args: &'a CmdArgs,
+    nl: Option<Netlink>,
+}
+
+impl<'a> Container<'a> {
+    fn new(args: &'a CmdArgs) -> Container<'a> {
+        Container { args, nl: None }
+    }
+
+    fn get(&mut self) -> Result<&Netlink, Error> {
+        if self.nl.is_none() {
+            self.nl = Some(Netlink::in_netns(self.args.netns.file()?)?);
+        }
+        self.nl
+            .as_ref()
+            .ok_or_else(|| Error::internal("no connection in the container"))
+    }
+}
+
+/// Delete the link `name` of `nl`'s namespace if it is there.
+pub fn delete_if_present(nl: &Netlink, name: &str) -> Result<(), Error> {
+    match nl.find_link(name)? {
+        Some(l) => match nl.delete_link(&l) {
+            Err(e) if !e.is_not_found() => Err(e.into()),
+            _ => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+fn undo_one(u: &Undo, host: &Netlink, cont: &mut Container) -> Result<(), Error> {
+    match u {
+        Undo::Delete {
+            side: Side::Host,
+            name,
+        } => delete_if_present(host, name),
+        Undo::Delete {
+            side: Side::Container,
+            name,
+        } => delete_if_present(cont.get()?, name),
+        Undo::MoveBack { name, original, up } => {
+            let inside = cont.get()?;
+            let Some(dev) = inside.find_link(name)? else {
+                return Ok(());
+            };
+            inside.move_link(&dev, &netns::current()?, Some(original))?;
+            let back = host.link_by_name(original)?;
+            host.set_alias(&back, "")?;
+            if *up {
+                host.set_up(&back)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -133,7 +272,7 @@ pub fn run<T, X: Extra>(
         ipam_type,
         running: None,
         ipam_added: false,
-        veth: None,
+        undo: Vec::new(),
     };
     let out = body(&mut frame, extra);
     if let Err(e) = &out {

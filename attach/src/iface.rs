@@ -1,8 +1,11 @@
 //! The container interface's addresses, link state and routes: the
 //! reference's `ipam.ConfigureIface`, as netlink requests pipelined in one
-//! round trip ([`Requests`]). [`configure`] is the whole of it; plugins
-//! that route differently (ptp) compose [`addresses`] and [`routes`] with
-//! requests of their own.
+//! round trip ([`Requests`]), for a link of any kind (veth, macvlan,
+//! ipvlan, vlan, dummy, tap, a host device). [`configure`] is the whole of
+//! it; plugins that route differently (ptp) compose [`addresses`] and
+//! [`routes`] with requests of their own. The sysctls that go with it:
+//! [`set_v6_sysctls`] before IPv6 addresses, [`announce`] (`arp_notify`,
+//! `ndisc_notify`) for the links that share their parent's segment.
 
 use std::fs::File;
 use std::net::IpAddr;
@@ -128,6 +131,22 @@ pub fn set_v6_sysctls(ns: &File, ifname: &str) -> Result<(), Error> {
             Error::from(e).context(format!("failed to set keep_addr_on_down on {ifname}"))
         })
     })?
+}
+
+/// Have the interface `ifname` of `ns` announce itself when it comes up or
+/// changes address (gratuitous ARP, `arp_notify`; with `ndisc`,
+/// unsolicited neighbour advertisements, `ndisc_notify`), as the
+/// reference's macvlan and ipvlan (`ndisc` too) and tap do, so that
+/// neighbours on the parent's segment learn a reused address at once.
+/// Best effort, like the reference (IPv6 may be disabled).
+pub fn announce(ns: &File, ifname: &str, ndisc: bool) -> Result<(), Error> {
+    netns::run(ns, || {
+        let _ = sysctl::set(&format!("net/ipv4/conf/{ifname}/arp_notify"), "1");
+        if ndisc {
+            let _ = sysctl::set(&format!("net/ipv6/conf/{ifname}/ndisc_notify"), "1");
+        }
+    })?;
+    Ok(())
 }
 
 /// The addresses of `result` for interface `index` on `link`, link up, DAD

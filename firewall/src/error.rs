@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::select::Backend;
+use crate::backend::Backend;
 
 /// A firewall failure, e.g. `add rule inet cni_plugins_masquerade
 /// masq_checks: no such file or directory`.
@@ -42,6 +42,10 @@ pub enum ErrorKind {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The D-Bus error of every firewalld refusal; the code leads its message
+/// ([`crate::firewalld::EXCEPTION`]).
+pub(crate) const FIREWALLD_EXCEPTION: &str = "org.fedoraproject.FirewallD1.Exception";
 
 impl Error {
     pub fn failed(msg: impl Into<String>) -> Error {
@@ -106,7 +110,7 @@ impl Error {
     /// message (`INVALID_ZONE: nozone`).
     pub fn firewalld_code(&self) -> Option<&str> {
         let (name, message) = self.dbus.as_deref()?;
-        if name != crate::firewalld::EXCEPTION {
+        if name != FIREWALLD_EXCEPTION {
             return None;
         }
         let code = message.split(':').next().unwrap_or_default();

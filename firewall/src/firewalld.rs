@@ -20,15 +20,15 @@
 
 use std::time::Duration;
 
+use crate::backend::Backend;
 use crate::dbus::{self, Conn, Message, Value, conn::system_bus_address};
 use crate::error::{Error, ErrorKind, Result};
-use crate::select::Backend;
 
 pub const NAME: &str = "org.fedoraproject.FirewallD1";
 pub const PATH: &str = "/org/fedoraproject/FirewallD1";
 pub const ZONE_INTERFACE: &str = "org.fedoraproject.FirewallD1.zone";
 /// The D-Bus error of every firewalld refusal; the code leads its message.
-pub const EXCEPTION: &str = "org.fedoraproject.FirewallD1.Exception";
+pub const EXCEPTION: &str = crate::error::FIREWALLD_EXCEPTION;
 
 /// How long a call (or connecting) may take: D-Bus's default reply
 /// timeout. firewalld applies a change before it answers, which takes

@@ -28,8 +28,8 @@ use std::os::fd::AsFd;
 use cni_net::nftables::commits::CommitWatch;
 use skel::exec::{self, Command, Finish, Watch};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::select::Backend;
 
 /// An address family, with its own tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,6 +2,8 @@
 //! (masquerade, MAC spoof check), ptp (masquerade), portmap and the
 //! `firewall` plugin.
 //!
+//! - [`backend`]: [`Backend`], its names parsed (`FromStr`) and printed in
+//!   one place;
 //! - [`select`]: backend selection in one place, with the reference's
 //!   rules for each consumer (ipmasq, portmap, firewall), "auto" decided
 //!   without starting a process, and [`Scope`] for DEL, CHECK and GC,
@@ -28,6 +30,11 @@
 //!   [`ErrorKind::Dbus`] with the error's name;
 //!   [`ErrorKind::NoBackend`] names every backend tried and why it failed.
 //!
+//! Modules depend one way: [`backend`] and [`error`] below everything,
+//! the transports and [`firewalld`] on them, [`select`] on the
+//! transports' probes (the nftables probe is [`nft::usable`]), the rule
+//! sets on all of these.
+//!
 //! ```no_run
 //! use cni_firewall::{Scope, System, ipmasq, select};
 //! # fn demo(addrs: &[cni_net::IpNetwork]) -> cni_firewall::Result<()> {
@@ -43,6 +50,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backend;
 mod dbus;
 pub mod error;
 pub mod firewalld;
@@ -53,5 +61,6 @@ pub mod records;
 pub mod select;
 pub mod spoofchk;
 
+pub use backend::Backend;
 pub use error::{Error, ErrorKind, Result, join};
-pub use select::{Backend, Probe, Scope, System};
+pub use select::{Probe, Scope, System};

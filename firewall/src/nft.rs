@@ -9,10 +9,10 @@
 
 use cni_net::Netlink;
 use cni_net::nftables::expr::{self, Expr};
-use cni_net::nftables::{RuleInfo, Table, Transaction};
+use cni_net::nftables::{Family, RuleInfo, Table, Transaction};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::select::Backend;
 
 /// The rules of `t` (of `chain` only, when given) for which `keep` holds,
 /// in chain order.
@@ -107,6 +107,24 @@ pub fn iifname_of(r: &RuleInfo) -> Option<String> {
     })
 }
 
+/// The reference's probe, `add table ip supports_nftables_test { comment
+/// "test" ; }`, checked by the kernel without being applied.
+pub fn usable(nl: &Netlink) -> Result<()> {
+    let mut tx = Transaction::new();
+    tx.add_table(
+        Table::new(Family::Ip, "supports_nftables_test"),
+        Some("test"),
+    );
+    nl.nft_check(tx).map_err(|e| {
+        let e = Error::from(e);
+        match e.kind() {
+            crate::ErrorKind::Unavailable(_) => e,
+            // Refused for another reason: unusable all the same.
+            _ => Error::unavailable(Backend::Nftables, e.to_string()),
+        }
+    })
+}
+
 /// A failed listing. The kernel answers a dump request without nf_tables
 /// with an errno that can also mean other things, so a failed listing is
 /// checked against the probe before it counts as a failure of a usable
@@ -116,7 +134,7 @@ fn listing_error(nl: &Netlink, e: cni_net::Error) -> Error {
     if e.is_unavailable() {
         return e;
     }
-    match crate::select::nftables_usable(nl) {
+    match usable(nl) {
         Err(why) => Error::unavailable(Backend::Nftables, why.to_string()),
         Ok(()) => e,
     }

@@ -30,28 +30,9 @@ use std::cell::OnceCell;
 use std::fmt;
 
 use cni_net::Netlink;
-use cni_net::nftables::{Family, Table, Transaction};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-
-/// A firewall backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Backend {
-    Iptables,
-    Nftables,
-    Firewalld,
-}
-
-/// The configuration value: `iptables`, `nftables`, `firewalld`.
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Backend::Iptables => "iptables",
-            Backend::Nftables => "nftables",
-            Backend::Firewalld => "firewalld",
-        })
-    }
-}
 
 /// Which backends DEL, CHECK and GC look at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +119,7 @@ impl Probe for System<'_> {
 
     fn nftables(&self) -> Result<()> {
         self.nftables
-            .get_or_init(|| nftables_usable(self.nl))
+            .get_or_init(|| crate::nft::usable(self.nl))
             .clone()
     }
 
@@ -150,33 +131,16 @@ impl Probe for System<'_> {
     }
 }
 
-/// The reference's probe, `add table ip supports_nftables_test { comment
-/// "test" ; }`, checked by the kernel without being applied.
-pub fn nftables_usable(nl: &Netlink) -> Result<()> {
-    let mut tx = Transaction::new();
-    tx.add_table(
-        Table::new(Family::Ip, "supports_nftables_test"),
-        Some("test"),
-    );
-    nl.nft_check(tx).map_err(|e| {
-        let e = Error::from(e);
-        match e.kind() {
-            crate::ErrorKind::Unavailable(_) => e,
-            // Refused for another reason: unusable all the same.
-            _ => Error::unavailable(Backend::Nftables, e.to_string()),
-        }
-    })
-}
-
 /// `ipMasqBackend` (bridge, ptp): `iptables`, `nftables`, or unset.
 pub fn parse_ipmasq(value: Option<&str>) -> Result<Option<Backend>> {
-    match value {
-        None => Ok(None),
-        Some("iptables") => Ok(Some(Backend::Iptables)),
-        Some("nftables") => Ok(Some(Backend::Nftables)),
-        Some(other) => Err(Error::invalid(format!(
+    let Some(name) = value else {
+        return Ok(None);
+    };
+    match name.parse() {
+        Ok(b @ (Backend::Iptables | Backend::Nftables)) => Ok(Some(b)),
+        _ => Err(Error::invalid(format!(
             "unknown ipmasq backend {}",
-            skel::gojson::quote(other)
+            skel::gojson::quote(name)
         ))),
     }
 }
@@ -268,7 +232,8 @@ pub fn portmap(
         None if !need && !opts.any() => return Ok(None),
         None => auto(probe)?.to_string(),
     };
-    let wrong = if requested == "iptables" {
+    let parsed = requested.parse::<Backend>();
+    let wrong = if parsed == Ok(Backend::Iptables) {
         Backend::Nftables
     } else {
         Backend::Iptables
@@ -280,9 +245,8 @@ pub fn portmap(
             names.join(" ")
         )));
     }
-    match requested.as_str() {
-        "iptables" => Ok(Some(Backend::Iptables)),
-        "nftables" => Ok(Some(Backend::Nftables)),
+    match parsed {
+        Ok(b @ (Backend::Iptables | Backend::Nftables)) => Ok(Some(b)),
         _ => Err(Error::invalid(format!(
             "unrecognized backend {}",
             skel::gojson::quote(&requested)
@@ -295,10 +259,8 @@ pub fn portmap(
 /// firewalld when it is running, else iptables when usable, else
 /// nftables when usable (the reference stops at iptables).
 pub fn firewall(configured: Option<&str>, probe: &dyn Probe) -> Result<Backend> {
-    match configured {
-        Some("iptables") => Ok(Backend::Iptables),
-        Some("firewalld") => Ok(Backend::Firewalld),
-        Some("nftables") => Ok(Backend::Nftables),
+    match configured.map(str::parse) {
+        Some(Ok(b)) => Ok(b),
         _ if probe.firewalld() => Ok(Backend::Firewalld),
         _ => auto(probe),
     }

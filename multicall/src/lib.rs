@@ -47,13 +47,13 @@ macro_rules! plugins {
 plugins! {
     "bridge" => bridge::PLUGIN, false;
     "ptp" => ptp::PLUGIN, false;
-    "portmap" => portmap::Portmap, false;
-    "bandwidth" => bandwidth::Bandwidth, false;
-    "tuning" => tuning::Tuning, false;
+    "portmap" => portmap::PLUGIN, false;
+    "bandwidth" => bandwidth::PLUGIN, false;
+    "tuning" => tuning::PLUGIN, false;
     "loopback" => loopback::Loopback, false;
     "host-local" => host_local::HostLocal, true;
     "static" => static_ipam::Static, true;
-    "firewall" => firewall::Firewall, false;
+    "firewall" => firewall::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.

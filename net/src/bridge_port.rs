@@ -5,7 +5,8 @@
 use crate::error::Result;
 use crate::link::{
     AF_BRIDGE, IFLA_AF_SPEC, IFLA_BR_VLAN_FILTERING, IFLA_EXT_MASK, IFLA_INFO_DATA, IFLA_INFO_KIND,
-    IFLA_LINKINFO, Link, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK, get_link, ifinfo,
+    IFLA_LINKINFO, Kind, Link, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK, get_link,
+    ifinfo, links_of,
 };
 use crate::netlink::{Msg, NLM_F_DUMP, Netlink, attrs, u16_of, u32_of};
 
@@ -110,14 +111,14 @@ impl Netlink {
             &format!("read vlan_filtering of {}", br.name),
             get_link(0, br.index),
         )?;
-        let on = replies.iter().filter_map(|b| b.get(16..)).any(|rest| {
-            attrs(rest)
-                .filter(|(k, _)| *k == IFLA_LINKINFO)
-                .flat_map(|(_, info)| attrs(info).filter(|(k, _)| *k == IFLA_INFO_DATA))
-                .flat_map(|(_, data)| attrs(data).filter(|(k, _)| *k == IFLA_BR_VLAN_FILTERING))
-                .any(|(_, v)| v.first().is_some_and(|b| *b != 0))
-        });
-        Ok(on)
+        Ok(links_of(replies).iter().any(|l| {
+            matches!(
+                l.kind,
+                Kind::Bridge {
+                    vlan_filtering: true
+                }
+            )
+        }))
     }
 
     /// Turn VLAN filtering of the existing bridge `br` on or off

@@ -12,7 +12,10 @@
 //!
 //! Modules: [`netns`], [`netlink`] (connections, message encoding, request
 //! loop, pipelining and nfnetlink batches), [`batch`] (several changes in
-//! one round trip), [`link`], [`bridge_port`] (port VLANs), [`addr`],
+//! one round trip), [`link`] (the link layer: one [`LinkSpec`] and one
+//! [`Netlink::create_link`] for every [`Kind`], in this namespace or
+//! another; rename, move, alias; each kind's settings read back),
+//! [`bridge_port`] (port VLANs), [`addr`],
 //! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
 //! netlink, in transactions), [`conntrack`] (connection tracking entries:
 //! list, delete), [`tc`] (qdiscs and filters), [`error`].
@@ -46,6 +49,9 @@ pub use batch::Batch;
 pub use bridge_port::PortVlan;
 pub use error::{Errno, Error, ErrorKind, Result};
 pub use ipnetwork::IpNetwork;
-pub use link::{BridgePortOptions, Link, LinkChanges, OperState, VethPair, VethPeer, format_mac};
+pub use link::{
+    BridgePortOptions, IpvlanMode, Kind, Link, LinkChanges, LinkSpec, MacvlanMode, OperState, Peer,
+    Tun, VethPeer, format_mac,
+};
 pub use netlink::Netlink;
 pub use route::{RouteInfo, RouteSpec};

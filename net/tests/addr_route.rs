@@ -1,10 +1,12 @@
 //! Root tests: addresses (with DAD flags) and routes inside a namespace.
 
+mod common;
+
 use std::fs::File;
 use std::net::IpAddr;
 
 use cni_net::route::TABLE_MAIN;
-use cni_net::{AddrFlags, IpNetwork, Link, Netlink, RouteSpec, VethPair};
+use cni_net::{AddrFlags, IpNetwork, Link, Netlink, RouteSpec};
 use testsupport::{TestNetns, unique_name};
 
 fn open(ns: &TestNetns) -> File {
@@ -21,14 +23,17 @@ fn pair(a: &TestNetns, b: &TestNetns) -> (Netlink, Link) {
     let nl = Netlink::in_netns(&open(a)).unwrap();
     let fb = open(b);
     let name = unique_name("veth");
-    nl.create_veth_pair(&VethPair {
-        host_name: &name,
-        container_name: "eth0",
-        container_ns: &fb,
-        container_mac: None,
-        mtu: None,
-        host_master: None,
-    })
+    nl.create_link(
+        &common::VethPair {
+            host_name: &name,
+            container_name: "eth0",
+            container_ns: &fb,
+            container_mac: None,
+            mtu: None,
+            host_master: None,
+        }
+        .spec(),
+    )
     .unwrap();
     let nb = Netlink::in_netns(&fb).unwrap();
     nb.set_up(&nb.link_by_name("eth0").unwrap()).unwrap();
@@ -214,14 +219,17 @@ fn veth_created_up_and_batch_applies_in_order() {
     let fb = open(&b);
     let name = unique_name("veth");
     let host = nl
-        .create_veth_pair_up(&VethPair {
-            host_name: &name,
-            container_name: "eth0",
-            container_ns: &fb,
-            container_mac: None,
-            mtu: None,
-            host_master: None,
-        })
+        .create_link_get(
+            &common::VethPair {
+                host_name: &name,
+                container_name: "eth0",
+                container_ns: &fb,
+                container_mac: None,
+                mtu: None,
+                host_master: None,
+            }
+            .spec_up(),
+        )
         .unwrap();
     assert_eq!(host, nl.link_by_name(&name).unwrap());
     assert!(host.up);

@@ -2,9 +2,11 @@
 //! The "host" side of each pair is a throwaway namespace too, so the real
 //! host is never touched.
 
+mod common;
+
 use std::fs::File;
 
-use cni_net::{BridgePortOptions, Netlink, OperState, VethPair};
+use cni_net::{BridgePortOptions, Netlink, OperState};
 use testsupport::{TestNetns, unique_name};
 
 fn open(ns: &TestNetns) -> File {
@@ -16,8 +18,11 @@ fn bridge_create_is_exclusive_and_configurable() {
     let ns = TestNetns::new("lka");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let name = unique_name("cnirsbr");
-    nl.create_bridge(&name, Some(1400), false).unwrap();
-    let e = nl.create_bridge(&name, None, true).unwrap_err();
+    nl.create_link(&common::bridge(&name, Some(1400), false))
+        .unwrap();
+    let e = nl
+        .create_link(&common::bridge(&name, None, true))
+        .unwrap_err();
     assert!(e.is_exists(), "{e}");
     assert_eq!(e.to_string(), format!("create bridge {name}: file exists"));
 
@@ -49,7 +54,7 @@ fn bridge_vlan_filtering_matches_iproute2() {
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let supported = ns.bridge_vlan_filtering();
     let name = unique_name("cnirsbr");
-    match nl.create_bridge(&name, None, true) {
+    match nl.create_link(&common::bridge(&name, None, true)) {
         Ok(()) => {
             assert!(supported, "iproute2 failed where we succeeded");
             let details = ns.stdout(&["ip", "-d", "link", "show", &name]);
@@ -72,11 +77,12 @@ fn veth_pair_spans_two_namespaces() {
     let host = Netlink::in_netns(&open(&host_ns)).unwrap();
     let cont = Netlink::in_netns(&open(&cont_ns)).unwrap();
     let br_name = unique_name("cnirsbr");
-    host.create_bridge(&br_name, None, false).unwrap();
+    host.create_link(&common::bridge(&br_name, None, false))
+        .unwrap();
     let br = host.link_by_name(&br_name).unwrap();
     let host_name = unique_name("veth");
     let cont_file = open(&cont_ns);
-    let pair = VethPair {
+    let pair = common::VethPair {
         host_name: &host_name,
         container_name: "eth0",
         container_ns: &cont_file,
@@ -84,13 +90,13 @@ fn veth_pair_spans_two_namespaces() {
         mtu: Some(1450),
         host_master: Some(br.index),
     };
-    host.create_veth_pair(&pair).unwrap();
+    host.create_link(&pair.spec()).unwrap();
 
     let h = host.link_by_name(&host_name).unwrap();
     let c = cont.link_by_name("eth0").unwrap();
     assert!(host.find_link("eth0").unwrap().is_none());
     assert!(cont.find_link(&host_name).unwrap().is_none());
-    assert_eq!((h.kind.as_str(), c.kind.as_str()), ("veth", "veth"));
+    assert_eq!((h.kind.name(), c.kind.name()), ("veth", "veth"));
     assert_eq!((h.mtu, c.mtu), (1450, 1450));
     assert_eq!(c.mac_string(), "0a:58:0a:f0:00:02");
     assert_eq!(h.master, Some(br.index));
@@ -99,7 +105,7 @@ fn veth_pair_spans_two_namespaces() {
     assert!(h.link_netnsid.is_some());
 
     // Same names again: the container name is taken.
-    let e = host.create_veth_pair(&pair).unwrap_err();
+    let e = host.create_link(&pair.spec()).unwrap_err();
     assert!(e.is_exists());
     assert_eq!(
         e.to_string(),
@@ -144,7 +150,9 @@ fn template_names_never_reach_the_kernel() {
     let names =
         |nl: &Netlink| -> Vec<String> { nl.links().unwrap().into_iter().map(|l| l.name).collect() };
 
-    let e = host.create_bridge("cnirs%d", None, false).unwrap_err();
+    let e = host
+        .create_link(&common::bridge("cnirs%d", None, false))
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "create link \"cnirs%d\": interface name contains %, which the kernel reads as a name template"
@@ -152,7 +160,7 @@ fn template_names_never_reach_the_kernel() {
     let cont_file = open(&cont_ns);
     let good = unique_name("veth");
     for (host_name, container_name) in [(good.as_str(), "%d"), ("veth%d", "eth0")] {
-        let pair = VethPair {
+        let pair = common::VethPair {
             host_name,
             container_name,
             container_ns: &cont_file,
@@ -160,12 +168,14 @@ fn template_names_never_reach_the_kernel() {
             mtu: None,
             host_master: None,
         };
-        let e = host.create_veth_pair(&pair).unwrap_err();
+        let e = host.create_link(&pair.spec()).unwrap_err();
         assert!(e.to_string().contains("name template"), "{e}");
-        let e = host.create_veth_pair_up(&pair).unwrap_err();
+        let e = host.create_link_get(&pair.spec_up()).unwrap_err();
         assert!(e.to_string().contains("name template"), "{e}");
     }
-    let e = host.create_bridge("cnirs/x", None, false).unwrap_err();
+    let e = host
+        .create_link(&common::bridge("cnirs/x", None, false))
+        .unwrap_err();
     assert!(
         e.to_string()
             .ends_with("contains / or : or whitespace characters")
@@ -181,18 +191,22 @@ fn bridge_port_vlans_match_iproute2() {
     let cont_ns = TestNetns::new("lkx");
     let nl = Netlink::in_netns(&open(&host_ns)).unwrap();
     let br_name = unique_name("cnirsbr");
-    nl.create_bridge(&br_name, None, false).unwrap();
+    nl.create_link(&common::bridge(&br_name, None, false))
+        .unwrap();
     let br = nl.link_by_name(&br_name).unwrap();
     let host_name = unique_name("veth");
     let cf = open(&cont_ns);
-    nl.create_veth_pair(&VethPair {
-        host_name: &host_name,
-        container_name: "eth0",
-        container_ns: &cf,
-        container_mac: None,
-        mtu: None,
-        host_master: Some(br.index),
-    })
+    nl.create_link(
+        &common::VethPair {
+            host_name: &host_name,
+            container_name: "eth0",
+            container_ns: &cf,
+            container_mac: None,
+            mtu: None,
+            host_master: Some(br.index),
+        }
+        .spec(),
+    )
     .unwrap();
     let port = nl.link_by_name(&host_name).unwrap();
     let supported = host_ns
@@ -230,7 +244,7 @@ fn allmulticast_and_txqueuelen_are_set_as_iproute2_reads_them() {
     let ns = TestNetns::new("lkt");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let name = unique_name("cnirsbr");
-    nl.create_bridge(&name, None, false).unwrap();
+    nl.create_link(&common::bridge(&name, None, false)).unwrap();
     let br = nl.link_by_name(&name).unwrap();
     assert!(!br.allmulti);
     assert!(br.min_mtu.is_some() && br.max_mtu.is_some(), "{br:?}");
@@ -264,14 +278,17 @@ fn detached_deletion_returns_with_the_link_gone() {
     let cont = Netlink::in_netns(&open(&b)).unwrap();
     let name = unique_name("veth");
     let port = host
-        .create_veth_pair_up(&VethPair {
-            host_name: &name,
-            container_name: "eth0",
-            container_ns: &open(&b),
-            container_mac: None,
-            mtu: None,
-            host_master: None,
-        })
+        .create_link_get(
+            &common::VethPair {
+                host_name: &name,
+                container_name: "eth0",
+                container_ns: &open(&b),
+                container_mac: None,
+                mtu: None,
+                host_master: None,
+            }
+            .spec_up(),
+        )
         .unwrap();
     a.exec(&["ip", "addr", "add", "10.240.14.1/32", "dev", &name]);
     a.exec(&[

@@ -1,5 +1,7 @@
 //! Root tests: switching namespaces and binding connections to them.
 
+mod common;
+
 use std::fs::File;
 
 use cni_net::{Netlink, netns};
@@ -29,7 +31,7 @@ fn connection_in_netns_sees_only_that_namespace() {
 
     // A link made through the namespace's connection exists only there.
     let name = testsupport::unique_name("cnirsbr");
-    nl.create_bridge(&name, None, false).unwrap();
+    nl.create_link(&common::bridge(&name, None, false)).unwrap();
     assert!(nl.find_link(&name).unwrap().is_some());
     assert!(host.find_link(&name).unwrap().is_none());
     assert!(!testsupport::try_sh(&["ip", "link", "show", &name]));

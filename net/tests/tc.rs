@@ -3,11 +3,13 @@
 //! parameters on a twin device; listings, conflicts, IFB devices and veth
 //! peers are read back from the kernel. Each test has its own namespace.
 
+mod common;
+
 use std::fs::File;
 
 use cni_net::tc::filter::{ACT_STOLEN, EGRESS_REDIRECT, ETH_P_ALL};
 use cni_net::tc::{self, QdiscSpec, Tbf, U32Redirect};
-use cni_net::{Link, Netlink, VethPair, VethPeer};
+use cni_net::{Link, Netlink, VethPeer};
 use serde_json::Value;
 use testsupport::{TestNetns, unique_name};
 
@@ -33,7 +35,9 @@ fn tc_json(ns: &TestNetns, args: &[&str]) -> Value {
 /// `tc` configures.
 fn twins(nl: &Netlink) -> (Link, Link) {
     let up = |tag: &str| {
-        let l = nl.create_ifb(&unique_name(tag), 1500).unwrap();
+        let l = nl
+            .create_link_get(&common::ifb(&unique_name(tag), 1500))
+            .unwrap();
         nl.set_up_with_alias(&l, None).unwrap();
         l
     };
@@ -135,7 +139,9 @@ fn ingress_redirect_filter_matches_tc() {
     let ns = TestNetns::new("tcf");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let (ours, theirs) = twins(&nl);
-    let target = nl.create_ifb(&unique_name("cnirstcr"), 1500).unwrap();
+    let target = nl
+        .create_link_get(&common::ifb(&unique_name("cnirstcr"), 1500))
+        .unwrap();
     nl.add_qdisc(
         &ours,
         tc::INGRESS_PARENT,
@@ -273,8 +279,8 @@ fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     let ns = TestNetns::new("tci");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let name = unique_name("cnirstci");
-    let ifb = nl.create_ifb(&name, 1400).unwrap();
-    assert_eq!((ifb.kind.as_str(), ifb.mtu, ifb.up), ("ifb", 1400, false));
+    let ifb = nl.create_link_get(&common::ifb(&name, 1400)).unwrap();
+    assert_eq!((ifb.kind.name(), ifb.mtu, ifb.up), ("ifb", 1400, false));
     nl.set_up_with_alias(&ifb, Some("cni test alias")).unwrap();
     let ifb = nl.link_by_index(ifb.index).unwrap();
     assert!(ifb.up);
@@ -286,14 +292,16 @@ fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     assert_eq!(qlen.trim(), "0");
     assert_eq!(j[0]["ifalias"], "cni test alias");
     assert_eq!(j[0]["linkinfo"]["info_kind"], "ifb");
-    let e = nl.create_ifb(&name, 1400).unwrap_err();
+    let e = nl.create_link_get(&common::ifb(&name, 1400)).unwrap_err();
     assert!(e.is_exists(), "{e}");
     assert_eq!(e.to_string(), format!("create ifb {name}: file exists"));
     assert_eq!(
         nl.link_by_name(&name).unwrap().alias.as_deref(),
         Some("cni test alias")
     );
-    let plain = nl.create_ifb(&unique_name("cnirstci"), 0).unwrap();
+    let plain = nl
+        .create_link_get(&common::ifb(&unique_name("cnirstci"), 0))
+        .unwrap();
     nl.set_up_with_alias(&plain, None).unwrap();
     let plain = nl.link_by_index(plain.index).unwrap();
     assert_eq!((plain.mtu, plain.alias, plain.up), (1500, None, true));
@@ -305,14 +313,17 @@ fn veth_peer_is_found_from_the_other_namespace() {
     let host = Netlink::in_netns(&open(&host_ns)).unwrap();
     let cont_file = open(&cont_ns);
     let name = unique_name("cnirstcv");
-    host.create_veth_pair(&VethPair {
-        host_name: &name,
-        container_name: "eth0",
-        container_ns: &cont_file,
-        container_mac: None,
-        mtu: None,
-        host_master: None,
-    })
+    host.create_link(
+        &common::VethPair {
+            host_name: &name,
+            container_name: "eth0",
+            container_ns: &cont_file,
+            container_mac: None,
+            mtu: None,
+            host_master: None,
+        }
+        .spec(),
+    )
     .unwrap();
     let inside = Netlink::in_netns(&cont_file).unwrap();
     let VethPeer::Found(peer) = host.veth_peer(&inside, "eth0").unwrap() else {

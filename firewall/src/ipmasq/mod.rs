@@ -22,9 +22,10 @@ pub mod nft;
 use cni_net::{IpNetwork, Netlink};
 use skel::sha512::hex_prefix;
 
+use crate::backend::Backend;
 use crate::error::{Error, Result, join};
 use crate::iptables::Family;
-use crate::select::{Backend, Scope};
+use crate::select::Scope;
 
 /// The attachment a set of rules belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

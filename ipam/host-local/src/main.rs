@@ -1,5 +1,4 @@
 //! The `host-local` binary: everything happens in the library.
 
-fn main() {
-    skel::main(&host_local::HostLocal)
-}
+#![no_main]
+skel::plugin_main!(host_local::HostLocal);

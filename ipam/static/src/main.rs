@@ -1,5 +1,4 @@
 //! The `static` binary: everything happens in the library.
 
-fn main() {
-    skel::main(&static_ipam::Static)
-}
+#![no_main]
+skel::plugin_main!(static_ipam::Static);

@@ -5,6 +5,7 @@
 //! removed; objects already there exactly as we make them are kept (a
 //! retried ADD succeeds).
 
+use cni_attach::chained;
 use cni_net::Netlink;
 use cni_net::tc::tbf::{Tbf, psched_tick};
 use skel::failpoint::hit;
@@ -19,17 +20,12 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     let conf = Config::parse(&args.stdin)?;
     // The reference passes a result without limits through before it
     // looks for one, and dereferences a missing one (a panic).
-    let prev = conf
-        .prev_result
-        .clone()
-        .ok_or_else(|| Error::internal("must be called as chained plugin"))?;
+    let prev = chained::require(conf.prev_result.clone(), "must be called as chained plugin")?;
     let limits = match conf.limits {
         Some(l) if !l.is_zero() => l,
         _ => return Ok(prev),
     };
-    let mut result = prev
-        .into_v1()
-        .map_err(|e| e.context("could not convert result to current version"))?;
+    let mut result = chained::current(&prev)?;
     let netns = args.netns.file()?;
     let host = Netlink::host().map_err(failed("open netlink"))?;
     let veth = veth::host_end(&result.interfaces, &args.ifname, netns, &host)?;

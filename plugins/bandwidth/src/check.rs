@@ -2,6 +2,7 @@
 //! them. Stricter than the reference, which stops at the first qdisc that
 //! is not a tbf (so a missing tbf passed) and never looks at the redirect.
 
+use cni_attach::chained;
 use cni_net::tc::tbf::psched_tick;
 use cni_net::tc::{self, Qdisc, QdiscSpec, Tbf};
 use cni_net::{Link, Netlink};
@@ -13,13 +14,11 @@ use crate::{Error, ifb, veth};
 
 pub fn check(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
-    let prev = conf
-        .prev_result
-        .clone()
-        .ok_or_else(|| Error::internal("must be called as a chained plugin"))?;
-    let result = prev
-        .into_v1()
-        .map_err(|e| e.context("could not convert result to current version"))?;
+    let prev = chained::require(
+        conf.prev_result.as_ref(),
+        "must be called as a chained plugin",
+    )?;
+    let result = chained::current(prev)?;
     let netns = args.netns.file()?;
     let host = Netlink::host().map_err(failed("open netlink"))?;
     let veth = veth::host_end(&result.interfaces, &args.ifname, netns, &host)?;

@@ -28,7 +28,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         Some(link) => {
             eprintln!(
                 "bandwidth: leaving {name}: a {:?} device, not an ifb",
-                link.kind
+                link.kind.name()
             );
             None
         }
@@ -62,7 +62,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             None => errors.extend(remove(&host, dev).err()),
         }
     }
-    skel::error::join(errors)
+    cni_attach::error::join(errors)
 }
 
 /// The tbf ADD put on the host end, if the config is valid and limits
@@ -95,7 +95,7 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
         .filter(|l| stale(l, &network, &keep))
         .filter_map(|l| remove(&host, l).err())
         .collect();
-    skel::error::join(errors)
+    cni_attach::error::join(errors)
 }
 
 /// An IFB device of `network` whose attachment is gone.

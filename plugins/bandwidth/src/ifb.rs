@@ -9,6 +9,7 @@
 //! taken for this network's: they are removed by DEL only, as with the
 //! reference.
 
+use cni_net::{Kind, LinkSpec};
 use skel::sha512::hex_prefix;
 
 /// The reference's prefix, and its 12 hex digits of
@@ -27,6 +28,19 @@ pub fn name(network: &str, container_id: &str) -> String {
         "{PREFIX}{}",
         hex_prefix(&format!("{network}{container_id}"), HEX_LEN)
     )
+}
+
+/// The device as the reference makes it (`ip link add NAME mtu M
+/// txqueuelen 0 type ifb`), down: a qdisc put on a device that is down
+/// spares the kernel waiting for it to go quiet (`dev_deactivate`). No
+/// queue: the qdisc put on the device is the only one (the reference sets
+/// 0 too, see its PR #1097). The kernel's MTU when `mtu` is 0.
+pub fn spec(name: &str, mtu: u32) -> LinkSpec<'_> {
+    LinkSpec {
+        mtu: (mtu > 0).then_some(mtu),
+        txqlen: Some(0),
+        ..LinkSpec::new(name, Kind::Ifb)
+    }
 }
 
 /// Whether `name` has the shape of an IFB name we (or the reference) give.

@@ -25,43 +25,17 @@ pub mod ifb;
 pub mod shape;
 pub mod veth;
 
-use skel::{CmdArgs, Outcome, Reply};
+pub use cni_attach::Error;
 
-pub use skel::Error;
-
-/// The plugin as skel sees it.
-pub struct Bandwidth;
-
-impl skel::Plugin for Bandwidth {
-    const USES_NETNS: bool = true;
-    /// The Go plugin's DEL succeeds on a path that is no namespace.
-    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
-
-    fn about(&self) -> String {
-        skel::about("bandwidth")
-    }
-
-    /// 0.3.0 and later, as the reference (`VersionsStartingFrom("0.3.0")`).
-    fn versions(&self) -> Vec<String> {
-        skel::version::starting_from("0.3.0")
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        Ok(Reply::Result(add::add(args)?))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        del::del(args)?;
-        Ok(Reply::None)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        check::check(args)?;
-        Ok(Reply::None)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        del::gc(args)?;
-        Ok(Reply::None)
-    }
-}
+/// The plugin, for `skel::plugin_main!`: in the container's namespace
+/// (its DEL succeeds on a path that is no namespace, as the Go plugin's);
+/// 0.3.0 and later, as the reference (`VersionsStartingFrom("0.3.0")`).
+pub const PLUGIN: cni_attach::Chained<true> = cni_attach::Chained {
+    name: "bandwidth",
+    since: "0.3.0",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: cni_attach::plugin::nothing,
+    gc: del::gc,
+};

@@ -1,2 +1,4 @@
+//! The `bandwidth` binary: everything happens in the library.
+
 #![no_main]
-skel::plugin_main!(bandwidth::Bandwidth);
+skel::plugin_main!(bandwidth::PLUGIN);

@@ -99,7 +99,7 @@ impl<'a> Undo<'a> {
     /// left it redirecting to nothing when either was deleted.
     pub fn ifb(&mut self, name: &str, mtu: u32, veth: &Link, cid: &str) -> Result<Link, Error> {
         let fail = failed("adding link");
-        match self.nl.create_ifb(name, mtu) {
+        match self.nl.create_link_get(&crate::ifb::spec(name, mtu)) {
             Ok(link) => {
                 self.made.push(Made::Ifb(link.clone()));
                 Ok(link)
@@ -109,7 +109,7 @@ impl<'a> Undo<'a> {
                 if link.kind != "ifb" {
                     return Err(Error::internal(format!(
                         "adding link: {name} already exists and is not an ifb device (kind {:?})",
-                        link.kind
+                        link.kind.name()
                     )));
                 }
                 if let Some(other) = redirected_from(self.nl, &link, Some(veth)).map_err(&fail)? {

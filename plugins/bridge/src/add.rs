@@ -19,7 +19,7 @@ use std::fs::File;
 use std::net::IpAddr;
 
 use cni_attach::add::{self, Extra, Frame};
-use cni_attach::{host_sysctl, iface, veth};
+use cni_attach::{host_sysctl, iface, ifname, veth};
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Backend, Scope, System, select, spoofchk};
 use cni_net::nftables::Transaction;
@@ -65,7 +65,7 @@ struct Links<'a> {
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let mut conf = Config::parse(&args.stdin, &args.args)?;
     conf.validate_for_add()?;
-    veth::check_ifname(&args.ifname)?;
+    ifname::check(&args.ifname)?;
     if !conf.is_layer3() && matches!(conf.cni_version.as_str(), "" | "0.1.0" | "0.2.0") {
         // A 0.1/0.2 result cannot express an attachment without addresses;
         // the reference finds out only after creating the veth.
@@ -96,11 +96,11 @@ pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
 fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links<'a>, Error> {
     let ns = args.netns.file()?;
     let cont = Netlink::in_netns(ns)?;
-    let host_name = veth::random_name()?;
+    let host_name = ifname::random()?;
     if conf.is_layer3() {
         // Collected in phase 2, so the IPAM process starts and runs while
         // this one talks netlink.
-        frame.start_ipam(&cont, &host_name)?;
+        frame.start_ipam(&cont, || ifname::taken_by_veth(&args.ifname, &host_name))?;
         hit("bridge/ipam-started")?;
     }
     let host = Netlink::host()?;

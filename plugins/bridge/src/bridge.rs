@@ -1,9 +1,9 @@
 //! Host side: the bridge device, the veth ports attached to it, gateway
 //! addresses on the bridge (or on `<bridge>.<vlan>`) and forwarding.
 
-use cni_attach::veth;
+use cni_attach::{ifname, veth};
 use cni_net::bridge_port::PortVlan;
-use cni_net::{BridgePortOptions, IpNetwork, Link, Netlink};
+use cni_net::{BridgePortOptions, IpNetwork, Kind, Link, LinkSpec, Netlink};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -42,8 +42,16 @@ pub fn ensure_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
 /// race (`EEXIST`) is success, and the caller checks that the winner made
 /// a bridge.
 fn create_bridge(host: &Netlink, conf: &Config) -> Result<Link, Error> {
-    let mtu = (conf.mtu > 0).then_some(conf.mtu);
-    let created = match host.create_bridge(&conf.bridge, mtu, conf.vlan_filtering()) {
+    let spec = LinkSpec {
+        mtu: (conf.mtu > 0).then_some(conf.mtu),
+        ..LinkSpec::new(
+            &conf.bridge,
+            Kind::Bridge {
+                vlan_filtering: conf.vlan_filtering(),
+            },
+        )
+    };
+    let created = match host.create_link(&spec) {
         Ok(()) => true,
         Err(e) if e.is_exists() => false,
         Err(e) => return Err(e.into()),
@@ -261,7 +269,7 @@ pub fn ensure_vlan_interface(
         mtu: br.mtu,
         master: Some(br),
     };
-    let port = match veth::create(host, &spec, veth::random_name()?) {
+    let port = match veth::create(host, &spec, ifname::random()?) {
         Ok(p) => p,
         // A concurrent ADD made it first.
         Err(_) if host.find_link(&name)?.is_some() => {

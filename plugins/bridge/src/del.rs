@@ -4,42 +4,27 @@
 //! The reference deletes the container link (which takes the host veth
 //! with it), then runs IPAM DEL, then removes the spoof check and
 //! masquerade rules. Here IPAM DEL is started first and runs while the
-//! kernel unregisters the link, as ptp does (and as ADD overlaps IPAM with
-//! the veth setup); its outcome is collected, and reported, after the
-//! link's. A lease released a few hundred microseconds before its
-//! interface is gone can only be handed to another container's new
-//! interface, never to this one's. The masquerade rules are removed by
+//! kernel unregisters the link (`cni_attach::teardown::del`, shared with
+//! ptp; as ADD overlaps IPAM with the veth setup); its outcome is
+//! collected, and reported, after the link's. The masquerade rules are removed by
 //! their comment / chain name, so they go even when `CNI_NETNS` is empty
 //! or the namespace is gone.
 
-use cni_attach::teardown;
+use cni_attach::teardown::{self, Removal, Teardown};
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Scope, spoofchk};
 use cni_net::{IpNetwork, Netlink};
-use skel::{CmdArgs, Netns};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::error::Error;
 
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
-    let ipam = conf
-        .is_layer3()
-        .then(|| skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin));
-    let mut errors = Vec::new();
+    let ipam = conf.is_layer3().then_some(conf.ipam_type.as_str());
     // Addresses narrow which iptables families are read; prevResult and the
     // link both tell them.
-    let mut addrs = teardown::prev_addrs(&args.stdin);
-
-    if let Netns::Open { file, .. } = &args.netns {
-        match teardown::delete_link(file, &args.ifname) {
-            Ok(found) => addrs.extend(found),
-            Err(e) => errors.push(e),
-        }
-    }
-    if let Some(Err(e)) = ipam.map(|started| started.and_then(|running| running.wait())) {
-        errors.push(e.into());
-    }
+    let Teardown { addrs, mut errors } = teardown::del(args, ipam, Removal::Delete);
     let masq = conf.is_layer3() && conf.ip_masq;
     if (conf.macspoofchk || masq)
         && let Err(e) = firewall(args, &conf, masq, &addrs)

@@ -22,9 +22,10 @@ pub mod del;
 pub mod error;
 pub mod gc;
 
-/// The plugin, for `skel::main`.
+/// The plugin, for `skel::plugin_main!`.
 pub const PLUGIN: cni_attach::Main = cni_attach::Main {
     name: "bridge",
+    since: "",
     add: add::add,
     del: del::del,
     check: check::check,

@@ -1,3 +1,4 @@
-fn main() {
-    skel::main(&bridge::PLUGIN)
-}
+//! The `bridge` binary: everything happens in the library.
+
+#![no_main]
+skel::plugin_main!(bridge::PLUGIN);

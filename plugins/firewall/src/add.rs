@@ -12,11 +12,12 @@
 
 use std::net::IpAddr;
 
+use cni_attach::Error;
 use cni_firewall::iptables::{Batch, Family};
 use cni_firewall::{Backend, System};
 use cni_net::Netlink;
 use skel::failpoint::hit;
-use skel::{CmdArgs, CniResult, Error};
+use skel::{CmdArgs, CniResult};
 
 use crate::config::{Config, Isolation};
 use crate::record::{self, Record};

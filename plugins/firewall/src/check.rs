@@ -3,9 +3,10 @@
 //! the ingress policy's bridge rules. Unlike the reference, CHECK changes
 //! nothing (the reference creates missing chains).
 
+use cni_attach::Error;
 use cni_firewall::{Backend, System};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::{firewalld, iptables, nft};
@@ -24,7 +25,7 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     if backend != Backend::Nftables {
         iptables::check_bridge(iso.as_ref())?;
     }
-    match backend {
+    let checked = match backend {
         Backend::Iptables => iptables::check(&conf.admin_chain, &ips, true, iso.as_ref()),
         Backend::Nftables => {
             let owner = nft::owner(&conf.name, &args.container_id, &args.ifname);
@@ -34,5 +35,6 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
             firewalld::check(&conf.zone, &ips)?;
             iptables::check(&conf.admin_chain, &ips, false, iso.as_ref())
         }
-    }
+    };
+    Ok(checked?)
 }

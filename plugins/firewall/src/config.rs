@@ -108,11 +108,7 @@ impl Config {
         let prev_result = net.prev_result().map_err(|e| Error::internal(e.msg))?;
         let prev = match &prev_result {
             None => None,
-            Some(p) => Some(
-                p.clone()
-                    .into_v1()
-                    .map_err(|e| e.context("could not convert result to current version"))?,
-            ),
+            Some(p) => Some(cni_attach::chained::current(p)?),
         };
         let or = |v: String, d: &str| if v.is_empty() { d.to_string() } else { v };
         Ok(Config {
@@ -130,12 +126,7 @@ impl Config {
 
     /// The backend named by `backend`, `None` for anything else (auto).
     pub fn configured(&self) -> Option<Backend> {
-        match self.backend.as_deref() {
-            Some("iptables") => Some(Backend::Iptables),
-            Some("nftables") => Some(Backend::Nftables),
-            Some("firewalld") => Some(Backend::Firewalld),
-            _ => None,
-        }
+        self.backend.as_deref()?.parse().ok()
     }
 
     /// The backend for ADD and CHECK: the configured one, or auto.

@@ -16,9 +16,10 @@
 
 use std::net::IpAddr;
 
+use cni_attach::Error;
 use cni_firewall::{Backend, Scope};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::record;
@@ -54,7 +55,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         &mut errors,
     );
     if errors.is_empty() {
-        record::remove(&conf.data_dir, &conf.name, cid, ifname)
+        Ok(record::remove(&conf.data_dir, &conf.name, cid, ifname)?)
     } else {
         Err(Error::internal(errors.join("; ")))
     }
@@ -77,7 +78,7 @@ pub fn remove(
 ) {
     let scope = Scope::of(
         conf.configured()
-            .or_else(|| recorded.and_then(backend_named)),
+            .or_else(|| recorded.and_then(|r| r.parse().ok())),
     );
     let by_address = scope.includes(Backend::Iptables) || scope.includes(Backend::Firewalld);
     let mine: Vec<IpAddr> = match by_address && !ips.is_empty() {
@@ -115,15 +116,5 @@ pub fn remove(
     };
     if firewalld && !mine.is_empty() {
         errors.extend(firewalld::del(&conf.zone, &mine));
-    }
-}
-
-/// A backend as a record names it.
-fn backend_named(name: &str) -> Option<Backend> {
-    match name {
-        "iptables" => Some(Backend::Iptables),
-        "nftables" => Some(Backend::Nftables),
-        "firewalld" => Some(Backend::Firewalld),
-        _ => None,
     }
 }

@@ -11,9 +11,10 @@
 
 use std::net::IpAddr;
 
+use cni_attach::Error;
 use cni_firewall::{Backend, Probe, Scope, System};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::{del, firewalld, nft, record};
@@ -73,7 +74,7 @@ pub fn status(args: &CmdArgs) -> Result<(), Error> {
     let usable = match conf.backend(&probe)? {
         Backend::Nftables => probe.nftables(),
         Backend::Iptables => probe.iptables(),
-        Backend::Firewalld => return firewalld::status(),
+        Backend::Firewalld => return Ok(firewalld::status()?),
     };
     usable.map_err(|e| Error::internal(format!("firewall backend not usable: {e}")))
 }

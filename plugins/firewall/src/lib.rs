@@ -29,45 +29,17 @@ pub mod nft;
 mod proptests;
 pub mod record;
 
-use skel::{CmdArgs, Outcome, Reply};
-
-/// The plugin as skel sees it.
-pub struct Firewall;
-
-impl skel::Plugin for Firewall {
-    /// `CNI firewall plugin v1.9.1+cni-rs.<ours>`: nerdctl reads it to
-    /// decide which `ingressPolicy` values it may use (`isolated` needs
-    /// v1.7.1 or later).
-    fn about(&self) -> String {
-        skel::about("firewall")
-    }
-
-    /// 0.4.0 and later, as the reference (`VersionsStartingFrom("0.4.0")`).
-    fn versions(&self) -> Vec<String> {
-        skel::version::starting_from("0.4.0")
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        Ok(Reply::Result(add::add(args)?))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        del::del(args)?;
-        Ok(Reply::None)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        check::check(args)?;
-        Ok(Reply::None)
-    }
-
-    fn status(&self, args: &CmdArgs) -> Outcome {
-        gc::status(args)?;
-        Ok(Reply::None)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        gc::gc(args)?;
-        Ok(Reply::None)
-    }
-}
+/// The plugin, for `skel::plugin_main!`. Its version,
+/// `CNI firewall plugin v1.9.1+cni-rs.<ours>`, is read by nerdctl to
+/// decide which `ingressPolicy` values it may use (`isolated` needs v1.7.1
+/// or later). 0.4.0 and later, as the reference
+/// (`VersionsStartingFrom("0.4.0")`).
+pub const PLUGIN: cni_attach::Chained<false> = cni_attach::Chained {
+    name: "firewall",
+    since: "0.4.0",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: gc::status,
+    gc: gc::gc,
+};

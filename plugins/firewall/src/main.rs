@@ -1,2 +1,4 @@
+//! The `firewall` binary: everything happens in the library.
+
 #![no_main]
-skel::plugin_main!(firewall::Firewall);
+skel::plugin_main!(firewall::PLUGIN);

@@ -10,10 +10,11 @@
 //! earlier ADD's record of the attachment is put back), `route_localnet`
 //! when it was off. ADD holds the dataDir lock throughout.
 
+use cni_attach::{Error, chained};
 use cni_firewall::{Backend, System};
 use cni_net::{IpNetwork, Netlink};
 use skel::failpoint::hit;
-use skel::{CmdArgs, CniResult, Error};
+use skel::{CmdArgs, CniResult};
 
 use crate::config::Config;
 use crate::{conntrack, iptables, nft, record};
@@ -27,9 +28,7 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
         conf.backend(false, &System::new(&host))
             .map_err(|e| e.context("failed to parse config"))?;
     }
-    let Some(prev) = conf.prev_result.clone() else {
-        return Err(Error::internal("must be called as chained plugin"));
-    };
+    let prev = chained::require(conf.prev_result.clone(), "must be called as chained plugin")?;
     if conf.mappings.is_empty() {
         return Ok(prev);
     }

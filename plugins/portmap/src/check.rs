@@ -2,9 +2,10 @@
 //! the reference since v1.2.0), with the configured backend or the one
 //! ADD would choose. Errors are not wrapped, as in the reference.
 
+use cni_attach::Error;
 use cni_firewall::{Backend, System};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::{iptables, nft};

@@ -213,10 +213,7 @@ impl Config {
         let Some(prev) = &self.prev_result else {
             return Ok(Vec::new());
         };
-        let r = prev
-            .clone()
-            .into_v1()
-            .map_err(|e| e.context("could not convert result to current version"))?;
+        let r = cni_attach::chained::current(prev)?;
         let mut out: Vec<IpNetwork> = Vec::new();
         for ip in &r.ips {
             let a = ip.address.0;

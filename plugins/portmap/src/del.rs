@@ -10,9 +10,10 @@
 //! Without mappings and without a record, DEL reads nothing else (no
 //! socket, no process), as the reference returns at once.
 
+use cni_attach::Error;
 use cni_firewall::{Backend, Scope, System};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::conntrack::{self, Target};
@@ -56,7 +57,7 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     }
     conntrack::flush_targets(&host, &targets);
     if errors.is_empty() {
-        record::remove(&conf.data_dir, &conf.name, cid, ifname)
+        Ok(record::remove(&conf.data_dir, &conf.name, cid, ifname)?)
     } else {
         Err(Error::internal(errors.join("; ")))
     }

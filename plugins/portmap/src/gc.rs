@@ -11,9 +11,10 @@
 //! STATUS succeeds when the configured backend (or, unset, either one) is
 //! usable.
 
+use cni_attach::Error;
 use cni_firewall::{Backend, Probe, Scope, System};
 use cni_net::Netlink;
-use skel::{CmdArgs, Error};
+use skel::CmdArgs;
 
 use crate::config::Config;
 use crate::conntrack::{self, Target};

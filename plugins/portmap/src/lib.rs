@@ -32,37 +32,13 @@ pub mod nft;
 mod proptests;
 pub mod record;
 
-use skel::{CmdArgs, Outcome, Reply};
-
-/// The plugin as skel sees it.
-pub struct Portmap;
-
-impl skel::Plugin for Portmap {
-    fn about(&self) -> String {
-        skel::about("portmap")
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        Ok(Reply::Result(add::add(args)?))
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        del::del(args)?;
-        Ok(Reply::None)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        check::check(args)?;
-        Ok(Reply::None)
-    }
-
-    fn status(&self, args: &CmdArgs) -> Outcome {
-        gc::status(args)?;
-        Ok(Reply::None)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        gc::gc(args)?;
-        Ok(Reply::None)
-    }
-}
+/// The plugin, for `skel::plugin_main!`.
+pub const PLUGIN: cni_attach::Chained<false> = cni_attach::Chained {
+    name: "portmap",
+    since: "",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: gc::status,
+    gc: gc::gc,
+};

@@ -1,2 +1,4 @@
+//! The `portmap` binary: everything happens in the library.
+
 #![no_main]
-skel::plugin_main!(portmap::Portmap);
+skel::plugin_main!(portmap::PLUGIN);

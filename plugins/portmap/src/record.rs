@@ -168,11 +168,11 @@ pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result
 fn parse(bytes: &[u8]) -> Option<Record> {
     let conf = Config::parse(bytes).ok()?;
     let v: Value = serde_json::from_slice(bytes).ok()?;
-    let backend = match v["backend"].as_str() {
-        Some("iptables") => Some(Backend::Iptables),
-        Some("nftables") => Some(Backend::Nftables),
-        _ => None,
-    };
+    // A portmap record names iptables or nftables.
+    let backend = v["backend"]
+        .as_str()
+        .and_then(|b| b.parse().ok())
+        .filter(|b| *b != Backend::Firewalld);
     let addrs = v["addrs"]
         .as_array()?
         .iter()

@@ -16,7 +16,7 @@
 use std::fs::File;
 
 use cni_attach::add::{self, Extra, Frame};
-use cni_attach::{host_sysctl, iface, veth};
+use cni_attach::{host_sysctl, iface, ifname, veth};
 use cni_firewall::{Scope, ipmasq};
 use cni_net::{Link, Netlink};
 use skel::CmdArgs;
@@ -75,7 +75,7 @@ struct Links<'a> {
 
 pub fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let conf = Config::parse(&args.stdin)?;
-    veth::check_ifname(&args.ifname)?;
+    ifname::check(&args.ifname)?;
     let mut masq = Masquerade {
         args,
         conf: &conf,
@@ -96,10 +96,10 @@ fn link<'a>(args: &'a CmdArgs, conf: &Config, frame: &mut Frame) -> Result<Links
         Error::from(e).context(format!("failed to open netns {:?}", args.netns_path))
     })?;
     let cont = Netlink::in_netns(ns)?;
-    let host_name = veth::random_name()?;
+    let host_name = ifname::random()?;
     // Collected in phase 2, so the IPAM process runs while this one talks
     // netlink.
-    frame.start_ipam(&cont, &host_name)?;
+    frame.start_ipam(&cont, || ifname::taken_by_veth(&args.ifname, &host_name))?;
     hit("ptp/ipam-started")?;
     let host = Netlink::host()?;
     let spec = veth::Spec {

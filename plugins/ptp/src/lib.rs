@@ -24,9 +24,10 @@ pub mod p2p;
 
 pub use cni_attach::error;
 
-/// The plugin, for `skel::main`.
+/// The plugin, for `skel::plugin_main!`.
 pub const PLUGIN: cni_attach::Main = cni_attach::Main {
     name: "ptp",
+    since: "",
     add: add::add,
     del: del::del,
     check: check::check,

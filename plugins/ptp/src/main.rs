@@ -1,2 +1,4 @@
+//! The `ptp` binary: everything happens in the library.
+
 #![no_main]
 skel::plugin_main!(ptp::PLUGIN);

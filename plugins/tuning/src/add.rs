@@ -4,8 +4,8 @@
 //! each followed by a failpoint, and a failure undoes all of them.
 
 use cni_net::{Link, Netlink, format_mac};
+use skel::CmdArgs;
 use skel::types::CniResult;
-use skel::{CmdArgs, Reply};
 
 use crate::backup::{Backup, Found};
 use crate::config::{self, Config, Plan};
@@ -24,7 +24,7 @@ pub fn prev_result(conf: &Config) -> Result<CniResult, Error> {
         .ok_or_else(|| Error::config("Required prevResult missing"))
 }
 
-pub fn add(args: &CmdArgs) -> Result<Reply, Error> {
+pub fn add(args: &CmdArgs) -> Result<CniResult, cni_attach::Error> {
     config::check_duplicate_sysctl_keys(&args.stdin)?;
     let conf = Config::parse(&args.stdin, &args.args)?;
     allowlist::check(conf.sysctl.keys())?;
@@ -71,9 +71,9 @@ pub fn add(args: &CmdArgs) -> Result<Reply, Error> {
         for f in failed {
             eprintln!("tuning: cleanup after the failed ADD: {f}");
         }
-        return Err(e);
+        return Err(e.into());
     }
-    Ok(Reply::Result(with_mac(prev, &plan, &args.ifname)?))
+    Ok(with_mac(prev, &plan, &args.ifname)?)
 }
 
 /// What a failed ADD must put back besides the sysctls.

@@ -1,14 +1,14 @@
 //! CHECK: every configured value, read back from the kernel.
 
 use cni_net::Netlink;
-use skel::{CmdArgs, Reply};
+use skel::CmdArgs;
 
 use crate::add::prev_result;
 use crate::config::{self, Config, Plan};
 use crate::error::Error;
 use crate::{link, sysctl};
 
-pub fn check(args: &CmdArgs) -> Result<Reply, Error> {
+pub fn check(args: &CmdArgs) -> Result<(), cni_attach::Error> {
     config::check_duplicate_sysctl_keys(&args.stdin)?;
     let conf = Config::parse(&args.stdin, &args.args)?;
     prev_result(&conf)?.into_v1()?;
@@ -19,18 +19,16 @@ pub fn check(args: &CmdArgs) -> Result<Reply, Error> {
         if !same_value(want, &current) {
             return Err(Error::config(format!(
                 "Error: Tuning configured value of {file} is {want}, current value is {current}"
-            )));
+            ))
+            .into());
         }
     }
     let nl = Netlink::in_netns(ns)?;
     let Some(found) = nl.find_link(&args.ifname)? else {
-        return Err(Error::config(format!(
-            "Cannot find container link {}",
-            args.ifname
-        )));
+        return Err(Error::config(format!("Cannot find container link {}", args.ifname)).into());
     };
     link::check(&plan, &conf.mac, &found)?;
-    Ok(Reply::None)
+    Ok(())
 }
 
 /// Values with several fields read back tab-separated

@@ -3,15 +3,15 @@
 use std::fs::File;
 
 use cni_net::Netlink;
+use skel::CmdArgs;
 use skel::netns::Netns;
-use skel::{CmdArgs, Reply};
 
 use crate::backup::{Backup, Found};
 use crate::config::Config;
 use crate::error::Error;
 use crate::link;
 
-pub fn del(args: &CmdArgs) -> Result<Reply, Error> {
+pub fn del(args: &CmdArgs) -> Result<(), cni_attach::Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
     let backup = Backup::new(&conf.data_dir, &args.container_id, &args.ifname, &conf.name);
     match &args.netns {
@@ -21,7 +21,7 @@ pub fn del(args: &CmdArgs) -> Result<Reply, Error> {
         // ever be restored. The reference keeps the file forever.
         Netns::Unset | Netns::Missing(_) => backup.remove()?,
     }
-    Ok(Reply::None)
+    Ok(())
 }
 
 /// Restore and remove the backup. Failures to restore a link that exists

@@ -59,6 +59,14 @@ impl From<skel::gojson::DecodeError> for Error {
     }
 }
 
+/// At the plugin boundary ([`cni_attach::Chained`]): the same code and
+/// text as [`skel::Error`]'s.
+impl From<Error> for cni_attach::Error {
+    fn from(e: Error) -> cni_attach::Error {
+        cni_attach::Error(e.into())
+    }
+}
+
 impl From<Error> for skel::Error {
     fn from(e: Error) -> skel::Error {
         match e {

@@ -4,20 +4,20 @@
 
 use std::collections::HashSet;
 
-use skel::{CmdArgs, Reply};
+use skel::CmdArgs;
 
 use crate::backup::{Backup, file_name, records_dir};
 use crate::config::Config;
 use crate::error::Error;
 
-pub fn gc(args: &CmdArgs) -> Result<Reply, Error> {
+pub fn gc(args: &CmdArgs) -> Result<(), cni_attach::Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
     let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
         eprintln!(
             "tuning: GC of network {} without cni.dev/valid-attachments: removing nothing",
             conf.name
         );
-        return Ok(Reply::None);
+        return Ok(());
     };
     let keep: HashSet<String> = valid
         .iter()
@@ -33,14 +33,12 @@ pub fn gc(args: &CmdArgs) -> Result<Reply, Error> {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
             ) =>
         {
-            return Ok(Reply::None);
+            return Ok(());
         }
         Err(e) => {
-            return Err(Error::config(format!(
-                "read {}: {}",
-                dir.display(),
-                skel::io_text(&e)
-            )));
+            return Err(
+                Error::config(format!("read {}: {}", dir.display(), skel::io_text(&e))).into(),
+            );
         }
     };
     let mut failed = Vec::new();
@@ -56,8 +54,8 @@ pub fn gc(args: &CmdArgs) -> Result<Reply, Error> {
         }
     }
     if failed.is_empty() {
-        Ok(Reply::None)
+        Ok(())
     } else {
-        Err(Error::config(failed.join("; ")))
+        Err(Error::config(failed.join("; ")).into())
     }
 }

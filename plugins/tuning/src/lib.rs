@@ -27,33 +27,14 @@ mod proptests;
 pub mod regexp;
 pub mod sysctl;
 
-use skel::{CmdArgs, Outcome, Plugin};
-
-/// The plugin: skel calls one method per CNI command.
-pub struct Tuning;
-
-impl Plugin for Tuning {
-    const USES_NETNS: bool = true;
-    /// The Go plugin's DEL succeeds on a path that is no namespace.
-    const DEL_TAKES_NON_NAMESPACE_AS_GONE: bool = true;
-
-    fn about(&self) -> String {
-        skel::about("tuning")
-    }
-
-    fn add(&self, args: &CmdArgs) -> Outcome {
-        Ok(add::add(args)?)
-    }
-
-    fn del(&self, args: &CmdArgs) -> Outcome {
-        Ok(del::del(args)?)
-    }
-
-    fn check(&self, args: &CmdArgs) -> Outcome {
-        Ok(check::check(args)?)
-    }
-
-    fn gc(&self, args: &CmdArgs) -> Outcome {
-        Ok(gc::gc(args)?)
-    }
-}
+/// The plugin, for `skel::plugin_main!`: in the container's namespace
+/// (the Go plugin's DEL succeeds on a path that is no namespace).
+pub const PLUGIN: cni_attach::Chained<true> = cni_attach::Chained {
+    name: "tuning",
+    since: "",
+    add: add::add,
+    del: del::del,
+    check: check::check,
+    status: cni_attach::plugin::nothing,
+    gc: gc::gc,
+};

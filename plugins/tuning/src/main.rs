@@ -1,5 +1,4 @@
 //! The `tuning` binary: everything happens in the library.
 
-fn main() {
-    skel::main(&tuning::Tuning)
-}
+#![no_main]
+skel::plugin_main!(tuning::PLUGIN);

@@ -206,7 +206,7 @@ fn link_limits_are_checked_before_changes() {
     let link = cni_net::Link {
         index: 2,
         name: "eth0".into(),
-        kind: "veth".into(),
+        kind: cni_net::Kind::Veth,
         mac: vec![2, 0, 0, 0, 0, 1],
         mtu: 1500,
         up: true,
