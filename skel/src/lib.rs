@@ -558,15 +558,15 @@ pub const REFERENCE_VERSION: &str = "1.9.1";
 /// passes to the build in `CNIRS_VERSION`, else the crates' version (a
 /// build from a checkout).
 pub const VERSION: &str = match option_env!("CNIRS_VERSION") {
-    Some(v) => v,
-    None => env!("CARGO_PKG_VERSION"),
+    Some(v) if !v.is_empty() => v,
+    _ => env!("CARGO_PKG_VERSION"),
 };
 
 /// The git commit the binaries were built from (`CNIRS_COMMIT`, which the
 /// build scripts set; `-dirty` when the tree had changes), else `unknown`.
 pub const COMMIT: &str = match option_env!("CNIRS_COMMIT") {
-    Some(c) => c,
-    None => "unknown",
+    Some(c) if !c.is_empty() => c,
+    _ => "unknown",
 };
 
 /// A plugin's about text, `CNI <name> plugin v<reference>+cni-rs.<ours>`:
