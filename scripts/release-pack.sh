@@ -41,11 +41,7 @@ Conflicts: containernetworking-plugins
 Replaces: containernetworking-plugins
 Recommends: iptables
 Description: CNI reference plugins, in Rust (cni-rs $version)
- A drop-in replacement for the Container Network Interface reference
- plugins (${names[*]}): the same protocol behaviour, result JSON, error
- codes, on-disk state and firewall names, so a node can switch with live
- containers. One static multi-call binary, /usr/lib/cni/cni-plugins,
- hard-linked under each plugin's name.
+$(echo "A drop-in replacement for the Container Network Interface reference plugins (${names[*]}): the same protocol behaviour, result JSON, error codes, on-disk state and firewall names, so a node can switch with live containers. One static multi-call binary, /usr/lib/cni/cni-plugins, hard-linked under each plugin's name." | fold -s -w 72 | sed 's/ *$//; s/^/ /')
  .
  Built from commit ${commit:-unknown}.
 EOF

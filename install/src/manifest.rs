@@ -34,11 +34,15 @@ pub fn parse(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Replace `dir`'s manifest with `entries`: a new file renamed over the old.
+/// Replace `dir`'s manifest with `entries`: a new file renamed over the old,
+/// unless it already says the same (a re-install writes nothing).
 pub fn write(dir: &Path, entries: &BTreeMap<String, String>, tag: &str) -> Result<()> {
     let mut text = String::new();
     for (name, sum) in entries {
         text += &format!("{sum} {name}\n");
+    }
+    if std::fs::read(dir.join(NAME)).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
     }
     let tmp = files::Temp::create(dir, NAME, tag, 0o644, |f, path| {
         f.write_all(text.as_bytes())
@@ -64,5 +68,10 @@ mod tests {
         );
         assert_eq!(read(dir.path()).unwrap(), m);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // The same entries again: the file is left alone.
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(dir.join(NAME)).unwrap().ino();
+        write(dir.path(), &m, "t").unwrap();
+        assert_eq!(std::fs::metadata(dir.join(NAME)).unwrap().ino(), ino);
     }
 }

@@ -62,8 +62,7 @@ fn all_names() -> usize {
     plugins().len() + 3
 }
 
-/// Each name's inode and a hash of its content (the manifest by content
-/// only: it is rewritten each run).
+/// Each name's inode and a hash of its content.
 fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
     use std::hash::{Hash, Hasher};
     let mut v: Vec<_> = std::fs::read_dir(dir)
@@ -75,10 +74,7 @@ fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
             if p.is_file() {
                 std::fs::read(&p).unwrap().hash(&mut h);
             }
-            let ino = match name.as_str() {
-                ".cni-rs-manifest" => 0,
-                _ => std::fs::symlink_metadata(&p).unwrap().ino(),
-            };
+            let ino = std::fs::symlink_metadata(&p).unwrap().ino();
             (name, ino, h.finish())
         })
         .collect();
@@ -139,19 +135,39 @@ fn fresh_install_reinstall_dry_run_and_new_build() {
     assert!(dry.contains(&would), "{dry}");
     assert_eq!(snapshot(&bin), first, "--dry-run changed files");
 
-    // A plugin running during the upgrade keeps its file (no "text file
-    // busy") and finishes; afterwards the names are the new build.
+    // A plugin running during the upgrade (STATUS waits for its config on
+    // stdin) keeps its file (no "text file busy") and finishes; afterwards
+    // the names are the new build.
     let mut running = Command::new(bin.join("loopback"))
-        .env("CNI_COMMAND", "VERSION")
+        .env("CNI_COMMAND", "STATUS")
+        .env("CNI_PATH", "/nonexistent")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let exe = format!("/proc/{}/exe", running.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_link(&exe).ok() != Some(bin.join("loopback")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "loopback never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     install(&["--from", new.to_str().unwrap(), "--prefix", bin_s]);
-    drop(running.stdin.take());
+    let replaced = std::fs::read_link(&exe).unwrap();
+    assert_eq!(
+        replaced.to_string_lossy(),
+        format!("{} (deleted)", bin.join("loopback").display())
+    );
+    use std::io::Write;
+    let mut stdin = running.stdin.take().unwrap();
+    stdin
+        .write_all(br#"{"cniVersion":"1.1.0","name":"n","type":"loopback"}"#)
+        .unwrap();
+    drop(stdin);
     let out = running.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    assert!(out.status.success(), "{out:?}");
     assert_linked(&bin);
     let now = std::fs::read(bin.join("bridge")).unwrap();
     assert!(now.ends_with(b"# new build\n"));
