@@ -258,25 +258,11 @@ stage_flat() {
 # shellcheck source=scripts/release-pack.sh
 . "$repo/scripts/release-pack.sh"
 
-declare -A built_target=() failed=()
-built=()
-info="$out/BUILD-INFO"
-{
-    echo "cni-rs $version, commit ${commit:-unknown}, SOURCE_DATE_EPOCH=$epoch"
-    echo "$("$rustc" -V)"
-} >"$info"
-for a in "${arches[@]}"; do
-    t0=$SECONDS
-    if ! choose_target "$a"; then
-        failed[$a]=$why
-        say "$a: NOT BUILT: $why"
-        continue
-    fi
-    if ! runner_for "$a"; then
-        failed[$a]=$why
-        say "$a: NOT BUILT: $why"
-        continue
-    fi
+# Build, smoke-test and pack architecture $1; or the reason it is not
+# shipped in $why (return 1).
+release_arch() {
+    local a=$1 log linker_var list stage tgz
+    choose_target "$a" && runner_for "$a" || return 1
     say "$a: building $target ($how)"
     log=$work/build-$a.log
     linker_var=CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_LINKER
@@ -287,37 +273,47 @@ for a in "${arches[@]}"; do
         build_release "$repo" "$cargo" "$target" "$flags" -p cni-plugins --bin cni-plugins
     ) >"$log" 2>&1; then
         tail -n 20 "$log" >&2
-        failed[$a]="the build for $target failed (log: $log)"
-        say "$a: NOT BUILT: ${failed[$a]}"
-        continue
+        why="the build for $target failed (log: $log)"
+        return 1
     fi
     bin=$target_dir/$target/release/cni-plugins
     if ! list=$("${runner[@]}" "$bin" --list) || [ -z "$list" ]; then
-        failed[$a]="the built $target binary does not run (cni-plugins --list failed)"
-        say "$a: NOT BUILT: ${failed[$a]}"
-        continue
+        why="the built $target binary does not run (cni-plugins --list failed)"
+        return 1
     fi
     mapfile -t names <<<"$list"
     stage=$work/$a/flat
     stage_flat "$stage"
-    if ! smoke "$stage" 2>"$work/smoke-$a.log"; then
-        failed[$a]="smoke test failed: $(cat "$work/smoke-$a.log")"
-        say "$a: NOT SHIPPED: ${failed[$a]}"
-        continue
-    fi
+    smoke "$stage" 2>"$work/smoke-$a.log" || { why="smoke test failed: $(cat "$work/smoke-$a.log")"; return 1; }
     tgz=cni-plugins-linux-$a-v$version.tgz
     repro_tar -C "$stage" -cf - . | gzip -9 -n >"$out/$tgz"
     (cd "$out" && sha256sum "$tgz" >"$tgz.sha256" && sha512sum "$tgz" >"$tgz.sha512")
     [ "$deb" = 0 ] || pack_deb "$a" "$stage"
-    built+=("$a")
-    built_target[$a]=$target
     echo "$a: $target, $how; ${#names[@]} plugins: ${names[*]}" >>"$info"
-    say "$a: $tgz ($(stat -c %s "$out/$tgz") bytes), smoke-tested$([ ${#runner[@]} -eq 0 ] || echo " under ${runner[0]}"), $((SECONDS - t0)) s"
+    say "$a: $tgz ($(stat -c %s "$out/$tgz") bytes), smoke-tested$([ ${#runner[@]} -eq 0 ] || echo " under ${runner[0]}")"
+}
+
+declare -A failed=()
+built=()
+info="$out/BUILD-INFO"
+{
+    echo "cni-rs $version, commit ${commit:-unknown}, SOURCE_DATE_EPOCH=$epoch"
+    echo "$("$rustc" -V)"
+} >"$info"
+for a in "${arches[@]}"; do
+    t0=$SECONDS
+    if release_arch "$a"; then
+        built+=("$a")
+        say "$a: done in $((SECONDS - t0)) s"
+    else
+        failed[$a]=$why
+        say "$a: NOT SHIPPED: $why"
+    fi
 done
 if [ "$image" = 1 ] && [ ${#built[@]} -gt 0 ]; then
     pack_image
 fi
-for a in "${!failed[@]}"; do echo "$a: NOT SHIPPED: ${failed[$a]}" >>"$info"; done
+for a in "${arches[@]}"; do [ -z "${failed[$a]:-}" ] || echo "$a: NOT SHIPPED: ${failed[$a]}" >>"$info"; done
 sed "s|@IMAGE@|$image_name:v$version|" "$repo/deploy/daemonset.yaml" >"$out/cni-plugins-daemonset-v$version.yaml"
 # kubespray's variables for these tarballs (its download role fetches
 # cni_download_url for the node's image_arch and checks the sha256 from
@@ -338,6 +334,6 @@ sed "s|@IMAGE@|$image_name:v$version|" "$repo/deploy/daemonset.yaml" >"$out/cni-
 say "done in $((SECONDS - started)) s: $out"
 (cd "$out" && ls -l --time-style=+ | sed 1d | awk '{ printf "    %10d  %s\n", $5, $NF }')
 if [ ${#failed[@]} -gt 0 ]; then
-    for a in "${!failed[@]}"; do say "$a: NOT SHIPPED: ${failed[$a]}"; done
+    for a in "${arches[@]}"; do [ -z "${failed[$a]:-}" ] || say "$a: NOT SHIPPED: ${failed[$a]}"; done
     exit 1
 fi

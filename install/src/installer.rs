@@ -33,7 +33,7 @@ pub fn install(opts: &Options, suite: &Suite, out: &mut dyn Write) -> Result<Rep
         manifest: BTreeMap::new(),
         backup: None,
         links_work: None,
-        tag: format!("{}", std::process::id()),
+        tag: tag(),
         multi: suite.multi,
         out,
         dest,
@@ -75,6 +75,16 @@ pub fn install(opts: &Options, suite: &Suite, out: &mut dyn Write) -> Result<Rep
         run.say(format!("previous binaries kept in {}", b.display()));
     }
     Ok(Report { written, total })
+}
+
+/// The temporary names' suffix: the pid, and the time, because installers
+/// in containers are all PID 1 and two may share a host directory.
+fn tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos}", std::process::id())
 }
 
 /// The files to install, each from where: the multi-call binary first.
