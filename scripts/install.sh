@@ -108,6 +108,14 @@ fi
 [ -n "$installer" ] || die "$rel/cni-plugins does not run here (another architecture?) and this tree has no build of this machine's to install it with: build one (cargo build -p cni-plugins) or set CNIRS_INSTALLER"
 [ "$installer" -ef "$rel/cni-plugins" ] || say "installing with $installer"
 
+# A binary the build did not make (a tree that release.sh built only
+# cni-plugins in) is named before the installer refuses it.
+mapfile -t plugins < <("$installer" --list)
+for n in "${names[@]}"; do
+    [[ " cni-plugins ${plugins[*]} " == *" $n "* ]] || [ -x "$rel/$n" ] ||
+        die "$rel/$n is missing$([ -n "$from" ] || echo "; run without --no-build")"
+done
+
 args=(--from "$rel" --prefix "$prefix")
 [ -n "$destdir" ] && args+=(--destdir "$destdir")
 [ "$force" -eq 1 ] && args+=(--force)
