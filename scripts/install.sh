@@ -15,14 +15,19 @@ workspace (noop, cnitool, ...) as a file of its own.
 
 A file that is already there and is not one of ours (another suite, e.g. the
 reference plugins) is never overwritten silently: the script names it and
-moves it to $DESTDIR$PREFIX/.backup-<timestamp>/ first. --force replaces such
-files without keeping a copy. Re-installing our own build is always fine;
+keeps it in $DESTDIR$PREFIX/.backup-<UTC timestamp>/ first. --force replaces
+such files without keeping a copy. Re-installing our own build is always fine;
 an unchanged binary is left alone. Each file is written to a temporary name
 and renamed into place, so a runtime executing a plugin at that moment keeps
 running the old one (no "text file busy").
 
 Our binaries are recognised by the manifest .cni-rs-manifest (name and
-SHA-256 of each installed file), which the script keeps in the directory.
+SHA-256 of each installed file), which is kept in the directory.
+
+The installing is done by the suite's own `cni-plugins install` (the code
+the installer image runs; a cross build is installed by this machine's
+build, or $CNIRS_INSTALLER); this script builds and passes it the workspace's
+binaries.
 
   --prefix DIR   plugin directory (default: $PREFIX, else /opt/cni/bin)
   --destdir DIR  staging root prepended to the prefix (default: $DESTDIR)
@@ -59,12 +64,6 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-dest="$destdir$prefix"
-manifest="$dest/.cni-rs-manifest"
-
-run() {
-    if [ "$dry" -eq 1 ]; then printf '    (dry run) %s\n' "$*"; else "$@"; fi
-}
 
 # The binaries are the bin targets of the workspace members (explicit [[bin]]
 # names, else the package name when src/main.rs exists), read from the
@@ -88,116 +87,39 @@ if [ "$build" -eq 1 ]; then
     build_release "$repo" "$cargo" || die "release build failed"
 fi
 rel=${from:-$(release_dir "$repo")}
-missing() { die "$rel/$1 is missing$([ -n "$from" ] || echo "; run without --no-build")"; }
-# The plugins in the multi-call binary are links to it, not files of their
-# own; it is installed first, so that the links can point at it.
-multi=cni-plugins
-[ -x "$rel/$multi" ] || missing "$multi"
-# Its plugin names, from the binary; a binary that cannot run here (a cross
-# build for another architecture, staged with --destdir) has the names of
-# the plugins! table in multicall/src/lib.rs that it was built from.
-if out=$("$rel/$multi" --list 2>/dev/null); then
-    mapfile -t linked <<<"$out"
-else
-    say "$rel/$multi does not run here (another architecture?): plugin names from multicall/src/lib.rs"
-    mapfile -t linked < <(sed -n 's/^ *"\([a-z0-9-]*\)" => .*, \(true\|false\);$/\1/p' "$repo/multicall/src/lib.rs")
-fi
-[ ${#linked[@]} -gt 0 ] && [ -n "${linked[0]}" ] || die "no plugin names: $rel/$multi --list printed none"
-is_linked() { local l; for l in "${linked[@]}"; do [ "$l" = "$1" ] && return 0; done; return 1; }
-files=("$multi")
-for n in "${names[@]}"; do
-    [ "$n" = "$multi" ] || is_linked "$n" || files+=("$n")
-done
-for n in "${files[@]}"; do
-    [ -x "$rel/$n" ] || missing "$n"
-done
+[ -x "$rel/cni-plugins" ] || die "$rel/cni-plugins is missing$([ -n "$from" ] || echo "; run without --no-build")"
 
-say "installing into $dest"
-run mkdir -p "$dest"
-
-# name -> sha256 of the file we installed last time
-declare -A ours=()
-if [ -f "$manifest" ]; then
-    while read -r sum name; do
-        [ -n "${name:-}" ] && ours[$name]=$sum
-    done <"$manifest"
-fi
-
-# A run that fails or is interrupted leaves no half-written temporary files.
-trap 'rm -f "$dest"/.*.tmp-"$$" "$manifest.tmp-$$"' EXIT
-stamp=$(date +%Y%m%d-%H%M%S)
-backup="$dest/.backup-$stamp"
-declare -A new_manifest=()
-for name in "${!ours[@]}"; do new_manifest[$name]=${ours[$name]}; done
-changed=0
-# Whether $dest/$1 must be (re)written to hold a file of sha256 $2 (and,
-# with $3, be that same file); keeps a backup of another suite's file.
-must_write() {
-    local n=$1 sum=$2 same=${3:-} target="$dest/$1" have
-    new_manifest[$n]=$sum
-    [ -e "$target" ] || [ -L "$target" ] || { say "$n: installing"; return 0; }
-    have=$(sha256sum "$target" 2>/dev/null | cut -d' ' -f1 || true)
-    if [ "$have" = "$sum" ] && { [ -z "$same" ] || [ "$target" -ef "$same" ] || ! can_link; }; then
-        say "$n: up to date"
-        return 1
-    elif [ "$have" = "$sum" ] || { [ -n "$have" ] && [ "${ours[$n]:-}" = "$have" ]; }; then
-        say "$n: updating our previous build"
-    elif [ "$force" -eq 1 ]; then
-        say "$n: replacing $target (not ours; --force, no backup)"
-    else
-        say "$n: replacing $target (not ours), backup in $backup/$n"
-        run mkdir -p "$backup"
-        run cp -a "$target" "$backup/$n"
-    fi
-}
-# Whether this directory can hold hard links (tried once, on the installed
-# multi-call binary); where it cannot, a copy of the same content is as
-# good as a link and is left alone.
-links_work=
-can_link() {
-    if [ -z "$links_work" ]; then
-        links_work=1
-        if [ "$dry" -eq 0 ] && [ -e "$dest/$multi" ]; then
-            ln "$dest/$multi" "$dest/.link-probe.tmp-$$" 2>/dev/null || links_work=0
-            rm -f "$dest/.link-probe.tmp-$$"
+# The installing is the suite's own `cni-plugins install` (the code the
+# installer image runs), from the build being installed when it runs here;
+# a cross build for another architecture (staged with --destdir) is
+# installed by a build of this machine's: $CNIRS_INSTALLER, else the
+# tree's release or debug build. Its plugin names are then those of the
+# plugins! table it was built from.
+installer=${CNIRS_INSTALLER:-}
+if [ -z "$installer" ]; then
+    for cand in "$rel/cni-plugins" "$(release_dir "$repo")/cni-plugins" \
+        "$repo/target/release/cni-plugins" "$repo/target/debug/cni-plugins"; do
+        if [ -x "$cand" ] && "$cand" install --help >/dev/null 2>&1; then
+            installer=$cand
+            break
         fi
-    fi
-    [ "$links_work" = 1 ]
-}
-for n in "${files[@]}"; do
-    src="$rel/$n"
-    must_write "$n" "$(sha256sum "$src" | cut -d' ' -f1)" || continue
-    run install -m 0755 "$src" "$dest/.$n.tmp-$$"
-    run mv -f "$dest/.$n.tmp-$$" "$dest/$n"
-    changed=$((changed + 1))
-done
-# Each plugin name: a hard link to the installed multi-call binary (which
-# runs the plugin argv[0] names), renamed into place like a file.
-multi_sum=$(sha256sum "$rel/$multi" | cut -d' ' -f1)
-for n in "${linked[@]}"; do
-    must_write "$n" "$multi_sum" "$dest/$multi" || continue
-    tmp="$dest/.$n.tmp-$$"
-    if [ "$dry" -eq 1 ]; then
-        run ln "$dest/$multi" "$tmp"
-    elif ! ln "$dest/$multi" "$tmp" 2>/dev/null; then
-        say "$n: no hard link possible here, copying $multi"
-        install -m 0755 "$dest/$multi" "$tmp"
-    fi
-    run mv -f "$tmp" "$dest/$n"
-    changed=$((changed + 1))
+    done
+fi
+[ -n "$installer" ] || die "$rel/cni-plugins does not run here (another architecture?) and this tree has no build of this machine's to install it with: build one (cargo build -p cni-plugins) or set CNIRS_INSTALLER"
+[ "$installer" -ef "$rel/cni-plugins" ] || say "installing with $installer"
+
+# A binary the build did not make (a tree that release.sh built only
+# cni-plugins in) is named before the installer refuses it.
+mapfile -t plugins < <("$installer" --list)
+for n in "${names[@]}"; do
+    [[ " cni-plugins ${plugins[*]} " == *" $n "* ]] || [ -x "$rel/$n" ] ||
+        die "$rel/$n is missing$([ -n "$from" ] || echo "; run without --no-build")"
 done
 
-if [ "$dry" -eq 0 ]; then
-    tmp="$manifest.tmp-$$"
-    for name in "${!new_manifest[@]}"; do
-        printf '%s %s\n' "${new_manifest[$name]}" "$name"
-    done | sort -k2 >"$tmp"
-    mv -f "$tmp" "$manifest"
-fi
-if [ "$dry" -eq 1 ]; then
-    say "dry run: $changed of $((${#files[@]} + ${#linked[@]})) names would be written to $dest; nothing changed"
-    exit 0
-fi
-say "done: $changed of $((${#files[@]} + ${#linked[@]})) names written to $dest"
-[ -d "$backup" ] && say "previous binaries kept in $backup"
-exit 0
+args=(--from "$rel" --prefix "$prefix")
+[ -n "$destdir" ] && args+=(--destdir "$destdir")
+[ "$force" -eq 1 ] && args+=(--force)
+[ "$dry" -eq 1 ] && args+=(--dry-run)
+# Every binary of the workspace; the installer makes the plugins' names
+# links to cni-plugins and installs the others (noop, cnitool) as files.
+exec "$installer" install "${args[@]}" "${names[@]}"

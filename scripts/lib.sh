@@ -74,14 +74,46 @@ release_dir() {
     echo "$repo/target/release"
 }
 
-# Build every binary of the workspace for release, for release_target's
-# target. An explicit --target keeps the flags off build scripts and proc
-# macros (which cannot be static); the binaries land in
-# target/<target>/release.
+# The commit the tree is at, for CNIRS_COMMIT (`cni-plugins --version`):
+# HEAD's hash, with -dirty when tracked files differ from it; nothing
+# outside a git checkout (the binaries then say "unknown").
+git_commit() {
+    local repo=$1 head
+    head=$(git -C "$repo" rev-parse HEAD 2>/dev/null) || return 0
+    if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        head+=-dirty
+    fi
+    echo "$head"
+}
+
+# Build for release, for release_target's target: every binary of the
+# workspace; or, with more arguments, TARGET, its extra RUSTFLAGS (one
+# word, may be empty) and the cargo selection (e.g. -p cni-plugins --bin
+# cni-plugins); a linker for it comes from $CARGO_TARGET_<TARGET>_LINKER as
+# cargo reads it. An explicit --target keeps the flags off build scripts
+# and proc macros (which cannot be static); the binaries land in
+# target/<target>/release. The commit goes into the binaries
+# (CNIRS_COMMIT), and paths into them as /cni-rs and /cargo, not this
+# machine's: the same sources give the same bytes wherever they are built.
 build_release() {
-    local repo=$1 cargo=$2 target flags
-    read -r target flags < <(release_target "$cargo") || return 1
+    local repo=$1 cargo=$2 target flags record=0 remap=
+    shift 2
+    if [ $# -ge 2 ]; then
+        target=$1 flags=$2
+        shift 2
+    else
+        read -r target flags < <(release_target "$cargo") || return 1
+        record=1
+    fi
     [ -n "$target" ] || return 1
-    (cd "$repo" && RUSTFLAGS="${RUSTFLAGS:-} ${flags:-}" "$cargo" build --release --workspace --bins --target "$target") &&
-        echo "$target" >"$repo/target/.release-target"
+    local -a what=(--workspace --bins)
+    [ $# -gt 0 ] && what=("$@")
+    local cargo_home=${CARGO_HOME:-$(dirname "$(dirname "$cargo")")}
+    if [[ "$repo$cargo_home" != *[[:space:]]* ]]; then
+        remap="--remap-path-prefix=$repo=/cni-rs --remap-path-prefix=$cargo_home=/cargo"
+    fi
+    (cd "$repo" && CNIRS_COMMIT=${CNIRS_COMMIT:-$(git_commit "$repo")} \
+        RUSTFLAGS="${RUSTFLAGS:-} ${flags:-} $remap" \
+        "$cargo" build --release "${what[@]}" --target "$target") || return 1
+    [ "$record" = 0 ] || echo "$target" >"$repo/target/.release-target"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check CI runs: formatting, clippy, then all three test tiers
-# (unit, root tests in throwaway namespaces, black-box binary tests), then
-# the kernel-feature tier in a VM (scripts/vm-test.sh).
+# (unit, root tests in throwaway namespaces, black-box binary tests), the
+# release tier (scripts/release-test.sh), then the kernel-feature tier in a
+# VM (scripts/vm-test.sh).
 # Needs root (the root tiers create network namespaces) and installs the
 # system tools the tests use when they are missing.
 set -euo pipefail
@@ -19,7 +20,9 @@ fi
 # portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
 # by portmap's (calls without mappings start nothing), dbus-daemon and
 # firewalld by cni-firewall's firewalld tests (a private bus and firewalld
-# in throwaway namespaces).
+# in throwaway namespaces); podman, runc, containerd (ctr) and
+# qemu-user-static by the release tier (scripts/release-test.sh: the
+# installer image run and imported, the foreign build smoke-tested).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -33,6 +36,13 @@ declare -A need=(
     [dbus-daemon]=dbus
     [firewalld]=firewalld
     [firewall-cmd]=firewalld
+    [podman]=podman
+    [runc]=runc
+    [containerd]=containerd
+    [ctr]=containerd
+    [qemu-aarch64-static]=qemu-user-static
+    [qemu-x86_64-static]=qemu-user-static
+    [dpkg-deb]=dpkg
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -98,20 +108,12 @@ set +e
 "$cargo" test --workspace --no-fail-fast 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
 set -e
-echo "==> the release build, installed as scripts/install.sh installs it, through the runtimes' default networks"
-# What a node gets (the multi-call binary under each plugin's name, built
-# for release_target's target) runs the containerd, kind, k3s, podman,
-# nerdctl and minikube network lists, as the debug build just did.
+echo "==> the release tier (scripts/release-test.sh): release.sh for this machine and one foreign architecture, its artifacts used"
+# What a node gets (the tarball unpacked, the installer image, the .deb):
+# the unpacked tarball runs the containerd, kind, k3s, podman, nerdctl and
+# minikube network lists, as the debug build just did.
 set +e
-(
-    set -e
-    build_release "$PWD" "$cargo" 2>&1 | tail -n 1
-    stage=$PWD/target/release-stage
-    rm -rf "$stage"
-    bash scripts/install.sh --from "$(release_dir "$PWD")" --destdir "$stage" --prefix /bin >/dev/null
-    CNIRS_BIN_DIR=$stage/bin "$cargo" test --no-fail-fast -p portmap --test containerd --test kind --test k3s \
-        -p firewall --test podman --test nerdctl --test minikube
-) 2>&1 | tee target/release-test.log
+bash scripts/release-test.sh 2>&1 | tee target/release-test.log
 release_status=${PIPESTATUS[0]}
 set -e
 echo "==> kernel-feature tests in a VM (scripts/vm-test.sh)"
@@ -125,5 +127,6 @@ read -r vm_passed vm_failed < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; 
     END { print p + 0, f + 0 }' target/vm-test.log)
 [ "$vm_status" = 0 ] || [ "$vm_failed" != 0 ] || vm_failed=1
 awk -v vp="$vm_passed" -v vf="$vm_failed" '/^test result:/ { p += $4; f += $6 }
+    /^release: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
     END { printf "%d passed, %d failed\n", p + vp, f + vf }' target/test.log target/release-test.log
 [ "$status" = 0 ] && [ "$release_status" = 0 ] && [ "$vm_status" = 0 ]

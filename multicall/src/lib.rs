@@ -61,19 +61,18 @@ pub fn name_of(argv0: &str) -> &str {
     argv0.rsplit('/').next().unwrap_or(argv0)
 }
 
-/// Run as `argv0` names us; the exit code. When `argv0` names no plugin
-/// (a caller that chose its own `argv[0]`, or none), the name of the file
-/// exec'd decides (`/proc/self/exe`: the hard link's own name, a symlink's
-/// target). Under another name (the file `cni-plugins` itself), `--list`
-/// prints the plugin names; anything else is explained: as a CNI error on
-/// stdout when called as a plugin (`CNI_COMMAND` set), on stderr otherwise.
-pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
+/// Run as `argv0` names us, with the arguments after it; the exit code.
+/// When `argv0` names no plugin (a caller that chose its own `argv[0]`, or
+/// none), the name of the file exec'd decides (`/proc/self/exe`: the hard
+/// link's own name, a symlink's target). Under another name (the file
+/// `cni-plugins` itself) it is the suite's own command ([`own_name`]).
+pub fn run(argv0: &str, args: &[String]) -> i32 {
     let found = entry(name_of(argv0)).or_else(|| {
         let exe = std::fs::read_link("/proc/self/exe").ok()?;
         entry(name_of(exe.to_str()?))
     });
     let Some(entry) = found else {
-        return own_name(name_of(argv0), arg1);
+        return own_name(name_of(argv0), args);
     };
     skel::invoke::in_process(ipam_entry);
     // None of the three is locked for the whole run: an IPAM plugin run
@@ -87,10 +86,34 @@ pub fn run(argv0: &str, arg1: Option<&str>) -> i32 {
     )
 }
 
-fn own_name(name: &str, arg1: Option<&str>) -> i32 {
-    if arg1 == Some("--list") {
-        println!("{}", NAMES.join("\n"));
-        return 0;
+/// The name the multi-call binary is installed under.
+pub const MULTI: &str = "cni-plugins";
+
+/// The suite's own commands: `--list` prints the plugin names, `--version`
+/// the release and the commit it was built from, `install` installs the
+/// suite into a plugin directory and `sleep` waits for SIGTERM (the
+/// installer image's entrypoint and its DaemonSet's main container, see
+/// `cni_install`). Anything else is explained: as a CNI error on stdout
+/// when called as a plugin (`CNI_COMMAND` set), on stderr otherwise.
+fn own_name(name: &str, args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("--list") => {
+            println!("{}", NAMES.join("\n"));
+            return 0;
+        }
+        Some("--version") => {
+            println!("{}", version());
+            return 0;
+        }
+        Some("install") => {
+            let suite = cni_install::Suite {
+                multi: MULTI,
+                plugins: NAMES,
+            };
+            return cni_install::main(&args[1..], &suite);
+        }
+        Some("sleep") => return cni_install::sleep(),
+        _ => {}
     }
     let what = format!(
         "{name:?} is not a plugin name: this is the multi-call CNI plugin binary, \
@@ -104,8 +127,21 @@ fn own_name(name: &str, arg1: Option<&str>) -> i32 {
         let _ = out.flush();
     } else {
         eprintln!(
-            "{what}; install it under a plugin's name (or link it there); `--list` prints the names"
+            "{what}; install it under a plugin's name (or link it there): `{MULTI} install --help`; \
+             `--list` prints the names, `--version` the version"
         );
     }
     1
+}
+
+/// What `cni-plugins --version` prints: this suite's version, the commit it
+/// was built from (`unknown` for a build outside the build scripts) and
+/// the reference release the plugins stand in for.
+pub fn version() -> String {
+    format!(
+        "{MULTI} {} (commit {}, reference plugins v{})",
+        skel::VERSION,
+        skel::COMMIT,
+        skel::REFERENCE_VERSION
+    )
 }

@@ -5,7 +5,8 @@
 //! install over the previous layout (one file per plugin, ours by the
 //! manifest) replaces those files by links without a backup, another
 //! suite's files are backed up (not with `--force`), and a plugin running
-//! meanwhile is unaffected.
+//! meanwhile is unaffected. The script runs `cni-plugins install` (the
+//! installer image's entrypoint too), so these are its tests as well.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -55,8 +56,13 @@ fn plugins() -> &'static [&'static str] {
     cni_plugins::NAMES
 }
 
-/// Each name's inode and a hash of its content (the manifest by content
-/// only: it is rewritten each run).
+/// Every name an install writes: the multi-call binary, a link per plugin,
+/// the stand-ins for noop and cnitool.
+fn all_names() -> usize {
+    plugins().len() + 3
+}
+
+/// Each name's inode and a hash of its content.
 fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
     use std::hash::{Hash, Hasher};
     let mut v: Vec<_> = std::fs::read_dir(dir)
@@ -68,10 +74,7 @@ fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
             if p.is_file() {
                 std::fs::read(&p).unwrap().hash(&mut h);
             }
-            let ino = match name.as_str() {
-                ".cni-rs-manifest" => 0,
-                _ => std::fs::symlink_metadata(&p).unwrap().ino(),
-            };
+            let ino = std::fs::symlink_metadata(&p).unwrap().ino();
             (name, ino, h.finish())
         })
         .collect();
@@ -111,7 +114,8 @@ fn fresh_install_reinstall_dry_run_and_new_build() {
     let first = snapshot(&bin);
 
     let again = install(&["--from", old.to_str().unwrap(), "--prefix", bin_s]);
-    assert!(again.contains("done: 0 of 12 names written"), "{again}");
+    let none = format!("done: 0 of {} names written", all_names());
+    assert!(again.contains(&none), "{again}");
     assert_eq!(snapshot(&bin), first, "a re-install changed files");
 
     let dry = install(&[
@@ -122,25 +126,48 @@ fn fresh_install_reinstall_dry_run_and_new_build() {
         "--dry-run",
     ]);
     assert!(dry.contains("updating our previous build"), "{dry}");
-    assert!(
-        dry.contains("dry run: 10 of 12 names would be written"),
-        "{dry}"
+    // The multi-call binary and every link to it; not noop and cnitool.
+    let would = format!(
+        "dry run: {} of {} names would be written",
+        plugins().len() + 1,
+        all_names()
     );
+    assert!(dry.contains(&would), "{dry}");
     assert_eq!(snapshot(&bin), first, "--dry-run changed files");
 
-    // A plugin running during the upgrade keeps its file (no "text file
-    // busy") and finishes; afterwards the names are the new build.
+    // A plugin running during the upgrade (STATUS waits for its config on
+    // stdin) keeps its file (no "text file busy") and finishes; afterwards
+    // the names are the new build.
     let mut running = Command::new(bin.join("loopback"))
-        .env("CNI_COMMAND", "VERSION")
+        .env("CNI_COMMAND", "STATUS")
+        .env("CNI_PATH", "/nonexistent")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let exe = format!("/proc/{}/exe", running.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_link(&exe).ok() != Some(bin.join("loopback")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "loopback never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     install(&["--from", new.to_str().unwrap(), "--prefix", bin_s]);
-    drop(running.stdin.take());
+    let replaced = std::fs::read_link(&exe).unwrap();
+    assert_eq!(
+        replaced.to_string_lossy(),
+        format!("{} (deleted)", bin.join("loopback").display())
+    );
+    use std::io::Write;
+    let mut stdin = running.stdin.take().unwrap();
+    stdin
+        .write_all(br#"{"cniVersion":"1.1.0","name":"n","type":"loopback"}"#)
+        .unwrap();
+    drop(stdin);
     let out = running.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    assert!(out.status.success(), "{out:?}");
     assert_linked(&bin);
     let now = std::fs::read(bin.join("bridge")).unwrap();
     assert!(now.ends_with(b"# new build\n"));
@@ -359,6 +386,7 @@ fn cross_build_staged_into_destdir() {
             root.to_str().unwrap(),
         ])
         .args(["--prefix", "/usr/lib/cni"])
+        .env("CNIRS_INSTALLER", env!("CARGO_BIN_EXE_cni-plugins"))
         .output()
         .unwrap();
     assert!(
@@ -372,20 +400,15 @@ fn cross_build_staged_into_destdir() {
     assert_eq!(std::fs::read(bin.join("host-local")).unwrap(), foreign);
 }
 
-/// A directory that cannot hold hard links (here: an `ln` that always
-/// fails, as on a filesystem without them) gets a copy per plugin name,
-/// and a re-install leaves those copies alone.
+/// A directory that cannot hold hard links (here: the debug build's
+/// failpoint `install/hard-link` fails every link, as such a filesystem
+/// would) gets a copy per plugin name, and a re-install leaves those
+/// copies alone.
 #[test]
 fn without_hard_links_copies_and_a_reinstall_writes_nothing() {
     let tmp = TempDir::new("install-nolink");
-    let (from, bin, fake) = (tmp.join("from"), tmp.join("bin"), tmp.join("fake"));
+    let (from, bin) = (tmp.join("from"), tmp.join("bin"));
     build(&from, b"");
-    std::fs::create_dir_all(&fake).unwrap();
-    write_exe(
-        &fake.join("ln"),
-        b"#!/bin/sh\necho 'ln: Operation not permitted' >&2\nexit 1\n",
-    );
-    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
     let run = || {
         let out = Command::new("bash")
             .arg(script())
@@ -395,7 +418,7 @@ fn without_hard_links_copies_and_a_reinstall_writes_nothing() {
                 "--prefix",
                 bin.to_str().unwrap(),
             ])
-            .env("PATH", &path)
+            .env("CNI_RS_FAILPOINT", "install/hard-link")
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -417,11 +440,85 @@ fn without_hard_links_copies_and_a_reinstall_writes_nothing() {
     }
     let before = snapshot(&bin);
     let again = run();
-    assert!(again.contains("done: 0 of 12 names written"), "{again}");
+    let none = format!("done: 0 of {} names written", all_names());
+    assert!(again.contains(&none), "{again}");
     assert_eq!(snapshot(&bin), before, "a re-install rewrote the copies");
     assert!(
         !std::fs::read_dir(&bin)
             .unwrap()
             .any(|e| { e.unwrap().file_name().to_string_lossy().contains(".tmp-") })
+    );
+}
+
+/// An install that fails at a rename (the debug build's failpoint
+/// `install/rename`) says what failed, leaves no temporary file and the
+/// installed names as they were; the next run completes it.
+#[test]
+fn a_failed_install_leaves_no_temp_file_and_the_next_completes() {
+    let tmp = TempDir::new("install-fail");
+    let (old, new, bin) = (tmp.join("old"), tmp.join("new"), tmp.join("bin"));
+    build(&old, b"");
+    build(&new, b"\n# new build\n");
+    let bin_s = bin.to_str().unwrap();
+    install(&["--from", old.to_str().unwrap(), "--prefix", bin_s]);
+    let before = snapshot(&bin);
+    let out = Command::new("bash")
+        .arg(script())
+        .args(["--from", new.to_str().unwrap(), "--prefix", bin_s])
+        .env("CNI_RS_FAILPOINT", "install/rename")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cni-plugins install: rename ") && err.contains("injected failure"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&bin), before, "a failed install changed files");
+    install(&["--from", new.to_str().unwrap(), "--prefix", bin_s]);
+    assert_linked(&bin);
+    assert!(
+        std::fs::read(bin.join("ptp"))
+            .unwrap()
+            .ends_with(b"# new build\n")
+    );
+}
+
+/// `cni-plugins sleep` (the DaemonSet's main container) exits 0 on
+/// SIGTERM, once it said it sleeps.
+#[test]
+fn sleep_exits_on_sigterm() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cni-plugins"))
+        .arg("sleep")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "==> sleeping until SIGTERM");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(lines.next().unwrap().unwrap(), "==> SIGTERM: exiting");
+}
+
+/// `--version` names the version and the commit; without the build
+/// scripts' variables, the crates' version and `unknown`.
+#[test]
+fn version_names_the_release_and_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cni-plugins"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let commit = option_env!("CNIRS_COMMIT").unwrap_or("unknown");
+    let version = option_env!("CNIRS_VERSION").unwrap_or(env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        text,
+        format!("cni-plugins {version} (commit {commit}, reference plugins v1.9.1)\n")
     );
 }

@@ -50,7 +50,11 @@ unsafe fn close_ranges(keep: &[i32]) -> bool {
 /// `close_range(first, last, 0)` through `syscall`, which every libc has
 /// (the libc crate wraps `close_range` for glibc only, not for musl).
 unsafe fn close_range(first: u32, last: u32) -> bool {
-    let (first, last) = (libc::c_long::from(first), libc::c_long::from(last));
+    // Passed as longs (a variadic u32 may leave a 64-bit register's upper
+    // half undefined). On 32-bit targets a long is 32 bits, and u32::MAX
+    // becomes -1: the same bits, which the kernel reads as the unsigned
+    // int it takes.
+    let (first, last) = (first as libc::c_long, last as libc::c_long);
     // SAFETY: plain syscall on descriptor numbers.
     unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_long) == 0 }
 }

@@ -554,14 +554,27 @@ pub fn validate_ifname(name: &str) -> Result<(), Error> {
 /// ingress policy only for `v1.7.1` or later).
 pub const REFERENCE_VERSION: &str = "1.9.1";
 
+/// This suite's own version: the release's, which `scripts/release.sh`
+/// passes to the build in `CNIRS_VERSION`, else the crates' version (a
+/// build from a checkout).
+pub const VERSION: &str = match option_env!("CNIRS_VERSION") {
+    Some(v) if !v.is_empty() => v,
+    _ => env!("CARGO_PKG_VERSION"),
+};
+
+/// The git commit the binaries were built from (`CNIRS_COMMIT`, which the
+/// build scripts set; `-dirty` when the tree had changes), else `unknown`.
+pub const COMMIT: &str = match option_env!("CNIRS_COMMIT") {
+    Some(c) if !c.is_empty() => c,
+    _ => "unknown",
+};
+
 /// A plugin's about text, `CNI <name> plugin v<reference>+cni-rs.<ours>`:
 /// the reference release it stands in for, with this suite's own version
-/// as semver build metadata, which orders like the bare reference version.
+/// ([`VERSION`]) as semver build metadata, which orders like the bare
+/// reference version.
 pub fn about(name: &str) -> String {
-    format!(
-        "CNI {name} plugin v{REFERENCE_VERSION}+cni-rs.{}",
-        env!("CARGO_PKG_VERSION")
-    )
+    format!("CNI {name} plugin v{REFERENCE_VERSION}+cni-rs.{VERSION}")
 }
 
 /// Go's lowercase errno wording (`no such file or directory`).
