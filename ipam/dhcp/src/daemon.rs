@@ -1,0 +1,4 @@
+//! stub
+pub fn main(_args: &[String]) -> i32 {
+    1
+}

@@ -1,0 +1,31 @@
+//! `dhcp`: the CNI IPAM plugin that takes addresses from a DHCP server,
+//! and its daemon, wire-compatible with the reference's.
+//!
+//! One binary, two roles. `dhcp daemon [flags]` is a long-running DHCP
+//! client that holds one lease per attachment and renews it from inside
+//! the container's namespace ([`daemon`]); run by a runtime, `dhcp` is an
+//! IPAM plugin whose commands are calls to that daemon ([`plugin`]).
+//!
+//! Between them: Go's `net/rpc` over HTTP on a unix socket ([`rpc`]),
+//! gob-encoded ([`gob`]) arguments and replies of the reference's shapes
+//! ([`wire`]), so the Go plugin works against our daemon and ours against
+//! the Go daemon.
+//!
+//! Both read the same [`config`]. The daemon side: [`options`] (what to
+//! send and ask for), [`packet`] (DHCP messages), [`frame`] (their IPv4 and
+//! UDP headers), [`client`] (one exchange on one interface), [`lease`]
+//! (the lease's timers and the thread that keeps it), [`store`] (leases
+//! persisted across restarts), [`listener`] (the socket, systemd's or
+//! ours), [`flags`] (Go's flag syntax) and [`duration`].
+
+pub mod config;
+pub mod daemon;
+pub mod duration;
+pub mod error;
+pub mod gob;
+pub mod plugin;
+pub mod rpc;
+pub mod wire;
+
+pub use error::Error;
+pub use plugin::Dhcp;
