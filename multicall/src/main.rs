@@ -18,6 +18,7 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
         })
     };
     let argv0 = arg(0).unwrap_or_default();
-    let code = cni_plugins::run(&argv0, arg(1).as_deref());
+    let args: Vec<String> = (1..argc).filter_map(arg).collect();
+    let code = cni_plugins::run(&argv0, &args);
     std::process::exit(code)
 }

@@ -15,16 +15,27 @@
 //! send and ask for), [`packet`] (DHCP messages), [`frame`] (their IPv4 and
 //! UDP headers), [`client`] (one exchange on one interface), [`lease`]
 //! (the lease's timers and the thread that keeps it), [`store`] (leases
-//! persisted across restarts), [`listener`] (the socket, systemd's or
-//! ours), [`flags`] (Go's flag syntax) and [`duration`].
+//! persisted across restarts), [`service`] (the RPC methods over the
+//! table of leases), [`listener`] (the socket, systemd's or ours),
+//! [`flags`] (Go's flag syntax), [`duration`] and [`log`].
 
+pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod duration;
 pub mod error;
+pub mod flags;
+pub mod frame;
 pub mod gob;
+pub mod lease;
+pub mod listener;
+pub mod log;
+pub mod options;
+pub mod packet;
 pub mod plugin;
 pub mod rpc;
+pub mod service;
+pub mod store;
 pub mod wire;
 
 pub use error::Error;
