@@ -15,11 +15,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# interop and differential tests (host-local, static, tuning, bandwidth,
+# interop and differential tests (host-local, static, tuning, bandwidth, dhcp,
 # portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
 # by portmap's (calls without mappings start nothing), dbus-daemon and
 # firewalld by cni-firewall's firewalld tests (a private bus and firewalld
-# in throwaway namespaces).
+# in throwaway namespaces), dnsmasq by the dhcp plugin's (a real DHCP server
+# on a LAN of namespaces; the -base package has no service to start).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -33,6 +34,8 @@ declare -A need=(
     [dbus-daemon]=dbus
     [firewalld]=firewalld
     [firewall-cmd]=firewalld
+    [dnsmasq]=dnsmasq-base
+    [/usr/lib/cni/dhcp]=containernetworking-plugins
 )
 missing=()
 for cmd in "${!need[@]}"; do
