@@ -8,6 +8,11 @@
 //! Ethernet header), bound to one interface and one ethertype, with an
 //! optional classic BPF filter attached before the bind so that no frame
 //! reaches it unfiltered.
+//!
+//! Closing a packet socket waits for an RCU grace period (the kernel's
+//! `packet_release` calls `synchronize_net`): 5-10 ms on a busy machine,
+//! measured in the dhcp daemon's DEL. A dropped socket is therefore
+//! closed by a thread of its own, off the path of whoever answers a call.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -41,9 +46,41 @@ pub struct Received {
 /// A packet socket bound to one interface of one namespace.
 #[derive(Debug)]
 pub struct PacketSocket {
-    fd: OwnedFd,
+    /// `None` once handed to the closer.
+    fd: Option<OwnedFd>,
     ifindex: u32,
     ethertype: u16,
+}
+
+/// The thread that closes dropped packet sockets, started on first use.
+fn closer() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<OwnedFd>>> {
+    use std::sync::{Mutex, OnceLock, mpsc};
+    static CLOSER: OnceLock<Option<Mutex<mpsc::Sender<OwnedFd>>>> = OnceLock::new();
+    CLOSER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<OwnedFd>();
+            std::thread::Builder::new()
+                .name("packet-close".into())
+                .stack_size(64 << 10)
+                .spawn(move || rx.into_iter().for_each(drop))
+                .ok()?;
+            Some(Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+impl Drop for PacketSocket {
+    fn drop(&mut self) {
+        let Some(fd) = self.fd.take() else {
+            return;
+        };
+        // Closed here only if the closer cannot take it.
+        if let Some(tx) = closer()
+            && let Ok(tx) = tx.lock()
+        {
+            let _ = tx.send(fd);
+        }
+    }
 }
 
 fn sockaddr(ifindex: u32, ethertype: u16, mac: Option<&[u8]>) -> libc::sockaddr_ll {
@@ -83,7 +120,7 @@ impl PacketSocket {
             Ok(unsafe { OwnedFd::from_raw_fd(fd) })
         })??;
         let sock = PacketSocket {
-            fd,
+            fd: Some(fd),
             ifindex,
             ethertype,
         };
@@ -94,7 +131,7 @@ impl PacketSocket {
         // SAFETY: sa is a valid sockaddr_ll of the size given.
         let rc = unsafe {
             libc::bind(
-                sock.fd.as_raw_fd(),
+                sock.raw(),
                 (&sa as *const libc::sockaddr_ll).cast(),
                 std::mem::size_of::<libc::sockaddr_ll>() as u32,
             )
@@ -103,6 +140,10 @@ impl PacketSocket {
             return Err(Error::errno(format!("{what}: bind"), Errno::last()));
         }
         Ok(sock)
+    }
+
+    fn raw(&self) -> i32 {
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 
     fn attach(&self, filter: &[BpfInsn]) -> Result<()> {
@@ -122,7 +163,7 @@ impl PacketSocket {
         // SAFETY: prog points at insns, alive for the call.
         let rc = unsafe {
             libc::setsockopt(
-                self.fd.as_raw_fd(),
+                self.raw(),
                 libc::SOL_SOCKET,
                 libc::SO_ATTACH_FILTER,
                 (&prog as *const libc::sock_fprog).cast(),
@@ -142,7 +183,7 @@ impl PacketSocket {
         // SAFETY: payload and sa are valid for the lengths given.
         let n = unsafe {
             libc::sendto(
-                self.fd.as_raw_fd(),
+                self.raw(),
                 payload.as_ptr().cast(),
                 payload.len(),
                 0,
@@ -163,7 +204,7 @@ impl PacketSocket {
     pub fn recv(&self, buf: &mut [u8], timeout: Duration) -> Result<Option<Received>> {
         let what = || format!("receive on interface {}", self.ifindex);
         let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
+            fd: self.raw(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -187,7 +228,7 @@ impl PacketSocket {
         // SAFETY: buf and sa are valid for the lengths given.
         let n = unsafe {
             libc::recvfrom(
-                self.fd.as_raw_fd(),
+                self.raw(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
                 libc::MSG_DONTWAIT,
