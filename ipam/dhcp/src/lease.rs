@@ -383,19 +383,36 @@ impl Lease {
         }
     }
 
-    /// Keep a lease read from the store (the daemon restarted).
+    /// Keep a lease read from the store (the daemon restarted). Its
+    /// interface is looked for at once: a container deleted while no
+    /// daemon ran is forgotten now, not at T1.
     pub fn resume(self: &Arc<Self>, ctx: &Arc<Ctx>, bound: Bound) {
         self.lock().bound = Some(bound);
-        self.spawn(ctx);
+        self.spawn_checked(ctx, true);
     }
 
     fn spawn(self: &Arc<Self>, ctx: &Arc<Ctx>) {
+        self.spawn_checked(ctx, false);
+    }
+
+    fn spawn_checked(self: &Arc<Self>, ctx: &Arc<Ctx>, check: bool) {
         let (me, ctx) = (Arc::clone(self), Arc::clone(ctx));
         let started = std::thread::Builder::new()
             .name("lease".into())
             .stack_size(STACK)
             .spawn(move || {
-                let why = me.keep(&ctx);
+                let gone = if check { find(&me.att).err() } else { None };
+                let why = match gone {
+                    Some(why) => {
+                        log(format!(
+                            "{}: {why}, not resuming the lease",
+                            me.att.client_id
+                        ));
+                        ctx.store.remove(&me.att.client_id);
+                        why
+                    }
+                    None => me.keep(&ctx),
+                };
                 me.end(why);
             });
         if let Err(e) = started {

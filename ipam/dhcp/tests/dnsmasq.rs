@@ -247,6 +247,28 @@ fn a_gone_namespace_ends_the_lease_and_del_still_succeeds() {
 }
 
 #[test]
+fn a_lease_whose_namespace_went_while_no_daemon_ran_is_forgotten_at_start() {
+    let lan = Lan::new(13);
+    let _srv = lan.server(1, &[]);
+    let mut c = lan.container();
+    let d = Daemon::ours(&lan.ns, &["-timeout=5s"]);
+    let conf = conf("dnet", &d.socket, "1.0.0", json!({}));
+    call(&ours(), "ADD", &conf, "ctrw", c.path()).ok();
+    let path = c.path().to_string();
+    let mut d = d;
+    d.proc.kill();
+    c.delete();
+    // The lease lasts two minutes and T1 is one: the new daemon must not
+    // wait for T1 to notice.
+    let d = Daemon::restart(&lan.ns, d, &["-timeout=5s"]);
+    wait_for("the record to go", Duration::from_secs(30), || {
+        d.records().is_empty()
+    });
+    assert!(d.logs().contains("not resuming the lease"), "{}", d.logs());
+    call(&ours(), "DEL", &conf, "ctrw", &path).ok();
+}
+
+#[test]
 fn status_tells_whether_the_daemon_answers_and_del_goes_on_without_it() {
     let lan = Lan::new(9);
     let srv = lan.server(1, &[]);
