@@ -79,6 +79,15 @@ fn snapshot(dir: &Path) -> Vec<(String, u64, u64)> {
     v
 }
 
+/// The entries of `dir` whose names start with `prefix` (backups).
+fn entries_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
 fn assert_linked(bin: &Path) {
     let multi = std::fs::metadata(bin.join("cni-plugins")).unwrap();
     for n in plugins() {
@@ -190,16 +199,7 @@ fn upgrade_over_the_previous_layout_and_another_suite() {
         bin.to_str().unwrap(),
     ]);
     assert_linked(&bin);
-    let backups: Vec<PathBuf> = std::fs::read_dir(&bin)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".backup-")
-        })
-        .collect();
+    let backups = entries_starting(&bin, ".backup-");
     assert_eq!(backups.len(), 1, "{out}");
     let mut kept: Vec<String> = std::fs::read_dir(&backups[0])
         .unwrap()
@@ -478,16 +478,7 @@ fn dhcp_units_are_staged_with_the_plugins() {
         socket.contains("\nListenStream=/run/cni/dhcp.sock\n"),
         "{socket}"
     );
-    let backup: Vec<_> = std::fs::read_dir(&units)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".cni-rs-backup-")
-        })
-        .collect();
+    let backup = entries_starting(&units, ".cni-rs-backup-");
     assert_eq!(
         std::fs::read_to_string(backup[0].join("cni-dhcp.socket")).unwrap(),
         "[Socket]\nListenStream=/elsewhere\n"

@@ -25,15 +25,7 @@ import socket
 import subprocess
 import time
 
-CNI_VERSION = "1.0.0"
-
-
-def median(values):
-    if not values:
-        return None
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+from plugins import CNI_VERSION
 
 
 class DhcpSteps:

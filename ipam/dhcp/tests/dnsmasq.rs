@@ -212,22 +212,7 @@ fn a_lease_ends_with_its_interface_and_add_then_takes_a_new_one() {
         e["msg"],
         "error calling DHCP.Allocate: error looking up \"eth0\": Link not found"
     );
-    let port = testsupport::unique_name("cnirsp");
-    lan.ns.exec(&[
-        "ip",
-        "link",
-        "add",
-        &port,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        c.name(),
-    ]);
-    lan.ns
-        .exec(&["ip", "link", "set", &port, "master", "br0", "up"]);
+    lan.plug(&c, "eth0");
     let r = call(&ours(), "ADD", &conf, "ctrg", c.path()).ok();
     assert!(addr(&r).starts_with("10.247.7."));
 }

@@ -152,7 +152,7 @@ impl Lan {
 
     /// A veth whose `inner` end is in `ns` and whose other end is a port
     /// of the bridge.
-    fn plug(&self, ns: &TestNetns, inner: &str) {
+    pub fn plug(&self, ns: &TestNetns, inner: &str) {
         let port = unique_name("cnirsp");
         self.ns.exec(&[
             "ip",
