@@ -85,15 +85,13 @@ fn run(flags: &Flags) -> Result<()> {
         .socket
         .set_nonblocking(true)
         .map_err(|e| Error::Io(format!("listener: {}", skel::io_text(&e))))?;
-    let ctx = Arc::new(Ctx {
-        params: Params {
-            timeout: flags.timeout,
-            resend_max: flags.resendmax,
-            resend_timeout: flags.resendtimeout,
-            broadcast: flags.broadcast,
-        },
-        store,
-    });
+    let params = Params {
+        timeout: flags.timeout,
+        resend_max: flags.resendmax,
+        resend_timeout: flags.resendtimeout,
+        broadcast: flags.broadcast,
+    };
+    let ctx = Arc::new(Ctx::new(params, store));
     let service = Arc::new(Service::new(ctx, flags.hostprefix.clone()));
     let resumed = service.resume();
     log(format!(

@@ -237,10 +237,34 @@ fn find(att: &Attachment) -> std::result::Result<Iface, String> {
     }
 }
 
+/// [`skel::failpoint::hit`], as this crate's error.
+fn failpoint(point: &'static str) -> Result<()> {
+    skel::failpoint::hit(point).map_err(|e| Error::Dhcp(e.msg))
+}
+
 /// What the daemon's leases share: its DHCP settings and the store.
 pub struct Ctx {
     pub params: Params,
     pub store: Store,
+    /// Leases whose thread ended on its own (interface gone, expired), for
+    /// the table to drop ([`Ctx::take_ended`]).
+    ended: Mutex<Vec<String>>,
+}
+
+impl Ctx {
+    pub fn new(params: Params, store: Store) -> Ctx {
+        Ctx {
+            params,
+            store,
+            ended: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The client identifiers of the leases that ended on their own since
+    /// the last call.
+    pub fn take_ended(&self) -> Vec<String> {
+        std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -289,6 +313,12 @@ impl Lease {
         self.lock().stop
     }
 
+    /// Whether the lease is over (released, expired, interface gone, or
+    /// never acquired).
+    pub fn ended(&self) -> bool {
+        self.lock().ended.is_some()
+    }
+
     fn end(&self, why: String) {
         let mut st = self.lock();
         st.ended = Some(why);
@@ -333,6 +363,9 @@ impl Lease {
         result
     }
 
+    /// The acquisition: link up, the exchange, then the lease kept and
+    /// stored. A failure after the ACK gives the lease back at once and
+    /// leaves no record (the failpoints name each step).
     fn take(&self, ctx: &Ctx, iface: &Iface) -> Result<Bound> {
         if !iface.link.up {
             log(format!(
@@ -340,6 +373,7 @@ impl Lease {
                 self.att.ifname
             ));
             Netlink::in_netns(&iface.ns)?.set_up(&iface.link)?;
+            failpoint("dhcp/link-up")?;
         }
         let mut wire = RawWire::open(&iface.ns, iface.link.index, &self.att.ifname)?;
         let stopped = || self.stopped();
@@ -347,30 +381,34 @@ impl Lease {
             self.client(&mut wire, ctx.params, &stopped).acquire(None)
         })?;
         let bound = Bound::new(reply);
-        if let Err(e) = bound.result(0) {
-            // Unusable: give it back at once, as the reference does.
-            let _ = self.client(&mut wire, ctx.params, &stopped).release(
+        let kept = self.keep_new(ctx, &bound);
+        if kept.is_err() {
+            // Unusable or unwanted: give it back at once, as the reference
+            // does with a lease that has no mask.
+            self.lock().bound = None;
+            ctx.store.remove(&self.att.client_id);
+            let _ = self.client(&mut wire, ctx.params, &|| false).release(
                 bound.addr(),
                 bound.server_id(),
                 bound.server(),
             );
-            return Err(e);
         }
+        kept.map(|()| bound)
+    }
+
+    /// The steps after the ACK: check it, keep it, store it.
+    fn keep_new(&self, ctx: &Ctx, bound: &Bound) -> Result<()> {
+        bound.result(0)?;
+        failpoint("dhcp/acked")?;
         {
             let mut st = self.lock();
             if st.stop {
-                drop(st);
-                let _ = self.client(&mut wire, ctx.params, &|| false).release(
-                    bound.addr(),
-                    bound.server_id(),
-                    bound.server(),
-                );
                 return Err(client::released());
             }
             st.bound = Some(bound.clone());
         }
-        self.save(ctx, &bound);
-        Ok(bound)
+        self.save(ctx, bound);
+        failpoint("dhcp/stored")
     }
 
     fn save(&self, ctx: &Ctx, bound: &Bound) {
@@ -413,7 +451,12 @@ impl Lease {
                     }
                     None => me.keep(&ctx),
                 };
+                let released = me.stopped();
                 me.end(why);
+                if !released {
+                    let mut ended = ctx.ended.lock().unwrap_or_else(|p| p.into_inner());
+                    ended.push(me.att.client_id.clone());
+                }
             });
         if let Err(e) = started {
             log(format!(

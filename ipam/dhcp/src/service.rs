@@ -46,6 +46,20 @@ impl Service {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Drop the leases that ended on their own from the table.
+    fn prune(&self) {
+        let ids = self.ctx.take_ended();
+        if ids.is_empty() {
+            return;
+        }
+        let mut table = self.table();
+        for id in ids {
+            if table.get(&id).is_some_and(|l| l.ended()) {
+                table.remove(&id);
+            }
+        }
+    }
+
     /// Take up the leases of the store (the daemon restarted).
     pub fn resume(&self) -> usize {
         let records = self.ctx.store.list();
@@ -208,6 +222,7 @@ impl rpc::Service for Service {
     }
 
     fn call(&self, method: &str, args: &Value) -> Reply {
+        self.prune();
         let args = CmdArgs::from_value(args);
         let reply = match method {
             ALLOCATE => self.allocate(&args).map(|v| (wire::RESULT, v)),

@@ -155,3 +155,63 @@ fn a_del_during_its_add_ends_the_add() {
     });
     assert!(d.records().is_empty());
 }
+
+/// Each step of an ADD failed in turn (skel's failpoints, read by the
+/// daemon from its environment): the ADD fails with the step's error and
+/// leaves nothing: no record, no lease at the server, and the next ADD
+/// works.
+#[test]
+fn each_failed_step_of_an_add_leaves_nothing() {
+    use skel::failpoint::{FAIL_VAR, LOG_VAR};
+    let lan = Lan::new(34);
+    let srv = lan.server(1, &[]);
+    let log_dir = TempDir::new("failpoints");
+    let log = log_dir.join("log");
+    let c = lan.container();
+    let d = Daemon::start_with_env(
+        &ours(),
+        &lan.ns,
+        TempDir::new("dhcpd"),
+        &["-timeout=5s"],
+        true,
+        &[(LOG_VAR, log.to_str().unwrap())],
+    );
+    call(&ours(), "ADD", &conf_of(&d), "clean", c.path()).ok();
+    let points: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(points, ["dhcp/link-up", "dhcp/acked", "dhcp/stored"]);
+    drop(d);
+    for (i, point) in points.iter().enumerate() {
+        // A fresh container each time: its link starts down.
+        let c = lan.container();
+        let d = Daemon::start_with_env(
+            &ours(),
+            &lan.ns,
+            TempDir::new("dhcpd"),
+            &["-timeout=5s"],
+            true,
+            &[(FAIL_VAR, point)],
+        );
+        let cid = format!("fail{i}");
+        let e = call(&ours(), "ADD", &conf_of(&d), &cid, c.path()).err(999);
+        assert_eq!(
+            e["msg"],
+            format!("error calling DHCP.Allocate: injected failure at {point}")
+        );
+        assert!(d.records().is_empty(), "{point}: {:?}", d.records());
+        let client_id = format!("{cid}/dnet/eth0");
+        wait_for("the lease to be given back", LONG, || {
+            srv.lease_of(&client_id).is_none()
+        });
+        drop(d);
+        let d = Daemon::ours(&lan.ns, &["-timeout=5s"]);
+        call(&ours(), "ADD", &conf_of(&d), &cid, c.path()).ok();
+    }
+}
+
+fn conf_of(d: &Daemon) -> serde_json::Value {
+    conf("dnet", &d.socket, "1.0.0", json!({}))
+}

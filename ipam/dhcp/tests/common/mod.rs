@@ -296,6 +296,18 @@ impl Daemon {
         extra: &[&str],
         state: bool,
     ) -> Daemon {
+        Daemon::start_with_env(bin, netns, dir, extra, state, &[])
+    }
+
+    /// [`Daemon::start`] with variables added to its environment.
+    pub fn start_with_env(
+        bin: &Path,
+        netns: &TestNetns,
+        dir: TempDir,
+        extra: &[&str],
+        state: bool,
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let socket = dir.join("dhcp.sock");
         let statedir = dir.join("state");
         let log = dir.join(&format!("daemon-{}.log", unique_name("l")));
@@ -314,6 +326,7 @@ impl Daemon {
         let logf = std::fs::File::create(&log).unwrap();
         let child = Command::new("ip")
             .args(&args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(logf)
