@@ -168,14 +168,18 @@ fn each_failed_step_of_an_add_leaves_nothing() {
     let log_dir = TempDir::new("failpoints");
     let log = log_dir.join("log");
     let c = lan.container();
-    let d = Daemon::start_with_env(
-        &ours(),
-        &lan.ns,
-        TempDir::new("dhcpd"),
-        &["-timeout=5s"],
-        true,
-        &[(LOG_VAR, log.to_str().unwrap())],
-    );
+    let daemon = |var: &str, value: &str| {
+        let env = [(var, value)];
+        Daemon::start_with_env(
+            &ours(),
+            &lan.ns,
+            TempDir::new("dhcpd"),
+            &["-timeout=5s"],
+            true,
+            &env,
+        )
+    };
+    let d = daemon(LOG_VAR, log.to_str().unwrap());
     call(&ours(), "ADD", &conf_of(&d), "clean", c.path()).ok();
     let points: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()
@@ -187,14 +191,7 @@ fn each_failed_step_of_an_add_leaves_nothing() {
     for (i, point) in points.iter().enumerate() {
         // A fresh container each time: its link starts down.
         let c = lan.container();
-        let d = Daemon::start_with_env(
-            &ours(),
-            &lan.ns,
-            TempDir::new("dhcpd"),
-            &["-timeout=5s"],
-            true,
-            &[(FAIL_VAR, point)],
-        );
+        let d = daemon(FAIL_VAR, point);
         let cid = format!("fail{i}");
         let e = call(&ours(), "ADD", &conf_of(&d), &cid, c.path()).err(999);
         assert_eq!(
