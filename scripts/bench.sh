@@ -23,7 +23,7 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
   --no-build     use the last release build as it is
   --only STEP    run one step (repeatable): VERSION, loopback, host-local,
                  "bridge serial", plugins, chains, "64 at once",
-                 "growing bridge", "host-local leases"
+                 "growing bridge", "host-local leases", dhcp
   --scale N      grow the bridge of "growing bridge" to N containers
                  (2-1000; default 1000, 300 with --quick; slopes need more
                  than 100). With --only "growing bridge" --no-write, the
@@ -78,6 +78,7 @@ need ip iproute2
 need nft nftables
 need iptables iptables
 need python3 python3
+need dnsmasq dnsmasq-base
 [ -x /usr/bin/time ] || apt_missing+=(time)
 [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] ||
     apt_missing+=(containernetworking-plugins)

@@ -5,6 +5,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--force] [--no-build | --from DIR] [--dry-run]
+                          [--no-systemd]
 
 Builds the release binaries (static; musl where rustup has it) and installs
 them into $DESTDIR$PREFIX, by default /opt/cni/bin: the multi-call binary
@@ -29,12 +30,20 @@ the installer image runs; a cross build is installed by this machine's
 build, or $CNIRS_INSTALLER); this script builds and passes it the workspace's
 binaries.
 
+Where systemd runs the machine (or when staging with --destdir), the dhcp
+daemon's units cni-dhcp.socket and cni-dhcp.service (packaging/systemd,
+as Debian ships them, ExecStart pointing into the prefix) go to
+$DESTDIR$SYSTEMD_UNIT_DIR (default /etc/systemd/system); they are not
+enabled: `systemctl enable --now cni-dhcp.socket` starts the daemon at the
+first plugin call. Units there that are not ours are backed up first.
+
   --prefix DIR   plugin directory (default: $PREFIX, else /opt/cni/bin)
   --destdir DIR  staging root prepended to the prefix (default: $DESTDIR)
   --force        replace other suites' binaries without a backup
   --no-build     install the last release build as it is
   --from DIR     install the binaries in DIR (a build made elsewhere), no build
   --dry-run      say what would be done, change nothing
+  --no-systemd   do not install the dhcp daemon's systemd units
   -h, --help     this text
 EOF
 }
@@ -47,7 +56,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib.sh"
 prefix=${PREFIX:-/opt/cni/bin}
 destdir=${DESTDIR:-}
-force=0 build=1 dry=0 from=
+force=0 build=1 dry=0 from= systemd=1
+unit_dir=${SYSTEMD_UNIT_DIR:-/etc/systemd/system}
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift ;;
@@ -59,6 +69,7 @@ while [ $# -gt 0 ]; do
         --from) [ $# -ge 2 ] || die "--from needs a directory"; from=$2; build=0; shift ;;
         --from=*) from=${1#*=}; build=0 ;;
         --dry-run) dry=1 ;;
+        --no-systemd) systemd=0 ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -122,4 +133,47 @@ args=(--from "$rel" --prefix "$prefix")
 [ "$dry" -eq 1 ] && args+=(--dry-run)
 # Every binary of the workspace; the installer makes the plugins' names
 # links to cni-plugins and installs the others (noop, cnitool) as files.
-exec "$installer" install "${args[@]}" "${names[@]}"
+"$installer" install "${args[@]}" "${names[@]}"
+
+# The dhcp daemon's units, with ExecStart in the prefix. A unit we wrote
+# carries the marker line; any other file there is backed up first. Each
+# is written to a temporary name and renamed into place.
+marker="# Installed by cni-rs scripts/install.sh; edits are overwritten."
+udest=$destdir$unit_dir
+install_units() {
+    local unit target content written=0 stamp
+    stamp=$(date -u +%Y%m%dT%H%M%SZ)
+    [ "$dry" -eq 1 ] || mkdir -p "$udest"
+    trap 'rm -f "$udest"/cni-dhcp.*.tmp-"$$"' EXIT
+    for unit in cni-dhcp.socket cni-dhcp.service; do
+        target="$udest/$unit"
+        content=$(printf '%s\n' "$marker"; sed "s#^ExecStart=.*#ExecStart=$prefix/dhcp daemon#" "$repo/packaging/systemd/$unit")
+        if [ -f "$target" ] && [ "$(cat "$target")" = "$content" ]; then
+            say "$unit: up to date"
+            continue
+        fi
+        if [ -e "$target" ] && ! grep -qxF "$marker" "$target"; then
+            say "$unit: replacing $target (not ours), backup in $udest/.cni-rs-backup-$stamp/"
+            if [ "$dry" -eq 0 ]; then
+                mkdir -p "$udest/.cni-rs-backup-$stamp"
+                cp -a "$target" "$udest/.cni-rs-backup-$stamp/$unit"
+            fi
+        else
+            say "$unit: installing into $udest"
+        fi
+        if [ "$dry" -eq 0 ]; then
+            printf '%s\n' "$content" >"$target.tmp-$$"
+            chmod 0644 "$target.tmp-$$"
+            mv -f "$target.tmp-$$" "$target"
+        fi
+        written=$((written + 1))
+    done
+    if [ "$written" -gt 0 ] && [ -z "$destdir" ] && [ "$dry" -eq 0 ]; then
+        systemctl daemon-reload || say "systemctl daemon-reload failed; run it yourself"
+        say "the dhcp daemon is not enabled: systemctl enable --now cni-dhcp.socket"
+    fi
+}
+if [ "$systemd" -eq 1 ] && [[ " ${plugins[*]} " == *" dhcp "* ]] &&
+    { [ -n "$destdir" ] || [ -d /run/systemd/system ]; }; then
+    install_units
+fi

@@ -16,13 +16,15 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # command -> Debian package; the reference Go plugins are used by the
-# interop and differential tests (host-local, static, tuning, bandwidth,
+# interop and differential tests (host-local, static, tuning, bandwidth, dhcp,
 # portmap), tc by cni-net's and bandwidth's, conntrack by cni-net's, strace
 # by portmap's (calls without mappings start nothing), dbus-daemon and
 # firewalld by cni-firewall's firewalld tests (a private bus and firewalld
-# in throwaway namespaces); podman, runc, containerd (ctr) and
-# qemu-user-static by the release tier (scripts/release-test.sh: the
-# installer image run and imported, the foreign build smoke-tested).
+# in throwaway namespaces), dnsmasq by the dhcp plugin's (a real DHCP server
+# on a LAN of namespaces; the -base package has no service to start);
+# podman, runc, containerd (ctr) and qemu-user-static by the release tier
+# (scripts/release-test.sh: the installer image run and imported, the
+# foreign build smoke-tested).
 declare -A need=(
     [ip]=iproute2
     [tc]=iproute2
@@ -43,6 +45,8 @@ declare -A need=(
     [qemu-aarch64-static]=qemu-user-static
     [qemu-x86_64-static]=qemu-user-static
     [dpkg-deb]=dpkg
+    [dnsmasq]=dnsmasq-base
+    [/usr/lib/cni/dhcp]=containernetworking-plugins
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -53,6 +53,7 @@ plugins! {
     "loopback" => loopback::Loopback, false;
     "host-local" => host_local::HostLocal, true;
     "static" => static_ipam::Static, true;
+    "dhcp" => dhcp::Dhcp, true;
     "firewall" => firewall::PLUGIN, false;
 }
 
@@ -61,18 +62,36 @@ pub fn name_of(argv0: &str) -> &str {
     argv0.rsplit('/').next().unwrap_or(argv0)
 }
 
+/// The long-running programs behind a plugin's name, with entry points
+/// of their own (not skel's one-shot frame): `dhcp daemon [flags]`.
+fn daemon(name: &str, args: &[String]) -> Option<i32> {
+    match (name, args.first().map(String::as_str)) {
+        ("dhcp", Some("daemon")) => Some(dhcp::daemon::main(&args[1..])),
+        _ => None,
+    }
+}
+
 /// Run as `argv0` names us, with the arguments after it; the exit code.
-/// When `argv0` names no plugin (a caller that chose its own `argv[0]`, or
-/// none), the name of the file exec'd decides (`/proc/self/exe`: the hard
-/// link's own name, a symlink's target). Under another name (the file
-/// `cni-plugins` itself) it is the suite's own command ([`own_name`]).
+/// When `argv0` names no plugin (a caller that chose its own `argv[0]`,
+/// or none), the name of the file exec'd decides (`/proc/self/exe`: the
+/// hard link's own name, a symlink's target). Under another name (the
+/// file `cni-plugins` itself) it is the suite's own command ([`own_name`]).
 pub fn run(argv0: &str, args: &[String]) -> i32 {
-    let found = entry(name_of(argv0)).or_else(|| {
-        let exe = std::fs::read_link("/proc/self/exe").ok()?;
-        entry(name_of(exe.to_str()?))
-    });
-    let Some(entry) = found else {
+    let name = Some(name_of(argv0))
+        .filter(|n| NAMES.contains(n))
+        .map(str::to_string)
+        .or_else(|| {
+            let exe = std::fs::read_link("/proc/self/exe").ok()?;
+            Some(name_of(exe.to_str()?).to_string()).filter(|n| NAMES.contains(&n.as_str()))
+        });
+    let Some(name) = name else {
         return own_name(name_of(argv0), args);
+    };
+    if let Some(code) = daemon(&name, args) {
+        return code;
+    }
+    let Some(entry) = entry(&name) else {
+        return own_name(&name, args);
     };
     skel::invoke::in_process(ipam_entry);
     // None of the three is locked for the whole run: an IPAM plugin run

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use skel::invoke;
 
-const IPAM: [&str; 2] = ["host-local", "static"];
+/// The in-process IPAM plugins (dhcp: an RPC client of its daemon).
+const IPAM: [&str; 3] = ["host-local", "static", "dhcp"];
 
 /// Two `CNI_PATH` directories: `same` holds hard links to this test
 /// executable (in-process), `other` to the built multi-call binary (exec).

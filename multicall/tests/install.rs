@@ -522,3 +522,70 @@ fn version_names_the_release_and_the_commit() {
         format!("cni-plugins {version} (commit {commit}, reference plugins v1.9.1)\n")
     );
 }
+
+fn entries_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+/// The dhcp daemon's units are staged with `--destdir`, ExecStart in the
+/// prefix; a re-install leaves them, another suite's units are backed up,
+/// `--no-systemd` installs none.
+#[test]
+fn dhcp_units_are_staged_with_the_plugins() {
+    let tmp = TempDir::new("install-units");
+    let from = tmp.join("from");
+    build(&from, b"");
+    let root = tmp.join("root");
+    let staged = |extra: &[&str]| {
+        let mut args = vec![
+            "--from",
+            from.to_str().unwrap(),
+            "--destdir",
+            root.to_str().unwrap(),
+            "--prefix",
+            "/usr/lib/cni",
+        ];
+        args.extend_from_slice(extra);
+        install(&args)
+    };
+    let units = root.join("etc/systemd/system");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::write(
+        units.join("cni-dhcp.socket"),
+        "[Socket]\nListenStream=/elsewhere\n",
+    )
+    .unwrap();
+    let first = staged(&[]);
+    assert!(first.contains("cni-dhcp.socket: replacing"), "{first}");
+    let service = std::fs::read_to_string(units.join("cni-dhcp.service")).unwrap();
+    assert!(
+        service.contains("\nExecStart=/usr/lib/cni/dhcp daemon\n"),
+        "{service}"
+    );
+    let socket = std::fs::read_to_string(units.join("cni-dhcp.socket")).unwrap();
+    assert!(
+        socket.contains("\nListenStream=/run/cni/dhcp.sock\n"),
+        "{socket}"
+    );
+    let backup = entries_starting(&units, ".cni-rs-backup-");
+    assert_eq!(
+        std::fs::read_to_string(backup[0].join("cni-dhcp.socket")).unwrap(),
+        "[Socket]\nListenStream=/elsewhere\n"
+    );
+    let again = staged(&[]);
+    assert!(again.contains("cni-dhcp.service: up to date"), "{again}");
+    let other = tmp.join("other");
+    let none = install(&[
+        "--from",
+        from.to_str().unwrap(),
+        "--destdir",
+        other.to_str().unwrap(),
+        "--no-systemd",
+    ]);
+    assert!(!none.contains("cni-dhcp"), "{none}");
+    assert!(!other.join("etc").exists());
+}

@@ -117,6 +117,31 @@ fn a_copy_under_a_plugin_name_is_that_plugin_and_its_own_name_lists_them() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("multi-call CNI plugin binary"));
 }
 
+/// `dhcp daemon` is the daemon, with its own entry point and flags; any
+/// other `dhcp` invocation is the IPAM plugin; `daemon` means nothing to
+/// another plugin name.
+#[test]
+fn dhcp_daemon_is_dispatched_to_the_daemon() {
+    let (_bins, paths) = linked(&["dhcp", "bridge"]);
+    let out = output(std::process::Command::new(&paths[0]).args(["daemon", "-nope"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("flag provided but not defined: -nope\nUsage of daemon:"),
+        "{err}"
+    );
+    let out = output(std::process::Command::new(&paths[0]).env("CNI_COMMAND", "VERSION"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+    let about = output(std::process::Command::new(&paths[0]).env_remove("CNI_COMMAND"));
+    assert!(String::from_utf8_lossy(&about.stderr).starts_with("CNI dhcp plugin"));
+    let out = output(
+        std::process::Command::new(&paths[1])
+            .arg("daemon")
+            .env("CNI_COMMAND", "VERSION"),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("supportedVersions"));
+}
+
 #[test]
 fn ptp_with_static_in_process_adds_checks_and_deletes() {
     testsupport::require_root();

@@ -18,7 +18,8 @@
 //! [`bridge_port`] (port VLANs), [`addr`],
 //! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
 //! netlink, in transactions), [`conntrack`] (connection tracking entries:
-//! list, delete), [`tc`] (qdiscs and filters), [`error`].
+//! list, delete), [`tc`] (qdiscs and filters), [`packet`] (link-layer
+//! sockets on one interface of a namespace), [`error`].
 //!
 //! ```no_run
 //! # fn demo(ns: &std::fs::File) -> cni_net::Result<()> {
@@ -40,6 +41,7 @@ pub mod link;
 pub mod netlink;
 pub mod netns;
 pub mod nftables;
+pub mod packet;
 pub mod route;
 pub mod sysctl;
 pub mod tc;
