@@ -20,6 +20,17 @@ pack_deb() {
     for n in "${names[@]}"; do ln "$root/usr/lib/cni/cni-plugins" "$root/usr/lib/cni/$n"; done
     install -m 0644 "$repo/LICENSE" "$root/usr/share/doc/$deb_package/copyright"
     gzip -9 -n <"$repo/README.md" >"$root/usr/share/doc/$deb_package/README.md.gz"
+    # The dhcp daemon's units, where Debian's package has them, with
+    # ExecStart in /usr/lib/cni; not enabled (as Debian's: its postinst
+    # enables them only where they were enabled before).
+    if [[ " ${names[*]} " == *" dhcp "* ]]; then
+        mkdir -p "$root/lib/systemd/system"
+        for f in cni-dhcp.socket cni-dhcp.service; do
+            sed 's#^ExecStart=.*#ExecStart=/usr/lib/cni/dhcp daemon#' "$repo/packaging/systemd/$f" \
+                >"$root/lib/systemd/system/$f"
+            chmod 0644 "$root/lib/systemd/system/$f"
+        done
+    fi
     if [ -d "$hook/root" ]; then cp -a "$hook/root/." "$root/"; fi
     for f in preinst postinst prerm postrm; do
         if [ -f "$hook/$f" ]; then install -m 0755 "$hook/$f" "$root/DEBIAN/$f"; fi

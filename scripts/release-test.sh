@@ -211,6 +211,9 @@ mkdir -p "$fake/DEBIAN" "$fake/usr/lib/cni"
 printf 'Package: containernetworking-plugins\nVersion: 1.1.1+ds1-3\nArchitecture: %s\nMaintainer: test <t@localhost>\nDescription: stand-in\n' \
     "$(dpkg --print-architecture)" >"$fake/DEBIAN/control"
 printf '#!/bin/sh\necho reference\n' >"$fake/usr/lib/cni/bridge"
+# Debian's package also holds the dhcp daemon's units, which ours replaces.
+mkdir -p "$fake/lib/systemd/system"
+printf '[Service]\nExecStart=/usr/lib/cni/dhcp daemon\n' >"$fake/lib/systemd/system/cni-dhcp.service"
 chmod 0755 "$fake/usr/lib/cni/bridge"
 dpkg-deb --root-owner-group --build "$fake" "$tmp/fake.deb" >/dev/null
 check ".deb: swaps containernetworking-plugins in a throwaway root, files listed" bash -c '
@@ -220,6 +223,9 @@ check ".deb: swaps containernetworking-plugins in a throwaway root, files listed
     dpkg --root="$root" -L cni-rs-plugins
     ! dpkg --root="$root" -s containernetworking-plugins 2>/dev/null | grep -q "Status: install ok installed" || exit 1
     [ "$(dpkg --root="$root" -S /usr/lib/cni/bridge)" = "cni-rs-plugins: /usr/lib/cni/bridge" ] || exit 1
+    [ "$(dpkg --root="$root" -S /lib/systemd/system/cni-dhcp.service)" = "cni-rs-plugins: /lib/systemd/system/cni-dhcp.service" ] || exit 1
+    grep -qx "ExecStart=/usr/lib/cni/dhcp daemon" "$root/lib/systemd/system/cni-dhcp.service" || exit 1
+    grep -qx "ListenStream=/run/cni/dhcp.sock" "$root/lib/systemd/system/cni-dhcp.socket" || exit 1
     for n in "$@"; do [ "$root/usr/lib/cni/$n" -ef "$root/usr/lib/cni/cni-plugins" ] || { echo "$n"; exit 1; }; done
     "$root/usr/lib/cni/bridge" 2>&1 | grep -q "^CNI bridge plugin v1.9.1+cni-rs." || exit 1
     dpkg-deb -f "$deb" Provides Conflicts Replaces
