@@ -10,6 +10,7 @@
 //! `CNI_PATH` and IPAM data, and the helpers the root tests of the main
 //! plugins share (ping, links, firewall rules, an "outside" namespace).
 //! [`traffic`] has TCP and UDP servers and clients for real traffic;
+//! [`wait`] the one deadline every wait of a test is bounded by;
 //! [`firewalld`] a private system bus with a real firewalld on it.
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,10 @@ pub mod seccomp;
 pub mod strace;
 pub mod traffic;
 
-pub use host::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};
+pub mod wait;
+
+pub use host::{PluginHost, has_link, ip_of, links, ping, ping_unanswered, ping_with, with_prev};
+pub use wait::{deadline, eventually, process_gone, retry, within_deadline};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 

@@ -4,14 +4,7 @@
 //! live in a throwaway "host" namespace.
 
 use serde_json::json;
-use testsupport::{Call, TestNetns, cni_path_with, plugin_bin, unique_name};
-
-fn ping(from: &TestNetns, to: &str) -> bool {
-    let family = if to.contains(':') { "-6" } else { "-4" };
-    from.exec_output(&["ping", family, "-c", "1", "-W", "2", to])
-        .status
-        .success()
-}
+use testsupport::{Call, TestNetns, cni_path_with, ping, plugin_bin, unique_name};
 
 #[test]
 fn bridge_with_static_ipam_gets_its_fixed_address_and_reaches_the_gateway() {
