@@ -57,6 +57,7 @@ fn radix36(mut v: u32) -> String {
 /// Fail loudly when not root: CI runs as root, and a silently skipped root
 /// test would hide breakage.
 pub fn require_root() {
+    mark_root_test();
     let uid = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -69,6 +70,31 @@ pub fn require_root() {
         uid, "0",
         "this test needs root (run scripts/test.sh as root)"
     );
+}
+
+/// Note this test executable in `$CNIRS_ROOT_TESTS_LOG` (once per
+/// process), when set: scripts/test.sh counts the results of executables
+/// with tests that need root (every namespace is made through
+/// [`require_root`]) as the root tier.
+fn mark_root_test() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let (Some(log), Ok(exe)) = (
+            std::env::var_os("CNIRS_ROOT_TESTS_LOG"),
+            std::env::current_exe(),
+        ) else {
+            return;
+        };
+        let name = exe.file_name().unwrap_or_default().to_string_lossy();
+        let line = format!("{name}\n");
+        // One write of a short line to an O_APPEND file: whole, whatever
+        // other test processes append at the same time.
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    });
 }
 
 /// Run a command, panicking with its output when it fails.
