@@ -171,6 +171,17 @@ impl TestNetns {
         String::from_utf8_lossy(&self.exec(cmd).stdout).into_owned()
     }
 
+    /// The namespace's IPv6 counter `key` (`/proc/net/snmp6`, e.g.
+    /// `Icmp6OutNeighborSolicits`): what the kernel did, read without a
+    /// clock.
+    pub fn snmp6(&self, key: &str) -> u64 {
+        let snmp = self.stdout(&["cat", "/proc/net/snmp6"]);
+        snmp.lines()
+            .find_map(|l| l.strip_prefix(key).filter(|v| v.starts_with([' ', '\t'])))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {snmp}"))
+    }
+
     /// Whether this kernel has bridge VLAN filtering
     /// (CONFIG_BRIDGE_VLAN_FILTERING), as iproute2 finds out: by creating a
     /// VLAN-filtering bridge here.

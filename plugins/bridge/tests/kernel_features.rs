@@ -415,15 +415,6 @@ fn vlan_on_a_bridge_without_filtering() {
     assert!(ping(&n, &ip_of(&rm, false)));
 }
 
-/// The neighbour solicitations `c`'s kernel has sent (`/proc/net/snmp6`).
-fn solicitations_sent(c: &TestNetns) -> u64 {
-    let snmp = c.stdout(&["cat", "/proc/net/snmp6"]);
-    snmp.lines()
-        .find_map(|l| l.strip_prefix("Icmp6OutNeighborSolicits"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no Icmp6OutNeighborSolicits in {snmp}"))
-}
-
 /// `enabledad`: ADD returns only once the IPv6 address passed duplicate
 /// address detection; without it, the address is added `nodad` and there
 /// is nothing to wait for. Read from the kernel, never from a clock (a
@@ -463,12 +454,12 @@ fn enabledad_waits_for_dad_and_nodad_does_not() {
         "ADD returned before DAD ended: {a}"
     );
     assert!(!a.contains("nodad"), "{a}");
-    assert!(solicitations_sent(&with) >= 2, "DAD probes");
+    assert!(with.snmp6("Icmp6OutNeighborSolicits") >= 2, "DAD probes");
 
     let ro = host.add(&conf(false), "o", &without);
     let a = global(&without);
     assert!(a.contains(&ip_of(&ro, true)) && a.contains("nodad"), "{a}");
     assert!(!a.contains("tentative"), "{a}");
-    assert_eq!(solicitations_sent(&without), 0, "DAD probes");
+    assert_eq!(without.snmp6("Icmp6OutNeighborSolicits"), 0, "DAD probes");
     assert!(ping(&without, &ip_of(&rw, true)), "both usable");
 }

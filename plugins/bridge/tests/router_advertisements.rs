@@ -68,16 +68,6 @@ fn accept_ra(host: &Host) -> String {
     host.sh(&["sysctl", "-n", &key]).trim().to_string()
 }
 
-/// Router advertisements the host namespace has received (the kernel's
-/// `Icmp6InRouterAdvertisements`, whether it took them or not).
-fn advertisements_received(host: &Host) -> u64 {
-    let snmp = host.sh(&["cat", "/proc/net/snmp6"]);
-    snmp.lines()
-        .find_map(|l| l.strip_prefix("Icmp6InRouterAdvertisements"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no Icmp6InRouterAdvertisements in {snmp}"))
-}
-
 /// Routes the host learnt from router advertisements: the default route
 /// (`proto ra`) and the advertised on-link prefix.
 fn learnt_routes(host: &Host) -> Vec<String> {
@@ -107,13 +97,13 @@ fn existing_bridge_ignores_router_advertisements_from_containers() {
     host.add(&conf, "c1", &c);
     assert_eq!(accept_ra(&host), "0");
 
-    let before = advertisements_received(&host);
+    let before = host.ns.snmp6("Icmp6InRouterAdvertisements");
     send_router_advertisement(&c, "eth0");
     // Waited for by the kernel's count of received advertisements, not
     // by a pause that a busy machine may outlast: the routes would be
     // taken in the same softirq, right after the count.
     assert!(
-        eventually(|| advertisements_received(&host) > before),
+        eventually(|| host.ns.snmp6("Icmp6InRouterAdvertisements") > before),
         "the host never received the router advertisement"
     );
     let learnt = learnt_routes(&host);
