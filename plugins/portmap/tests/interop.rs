@@ -112,6 +112,18 @@ fn our_rules_are_the_references_from_an_empty_table() {
     assert_eq!(nat(&lab), shared);
 }
 
+/// Host port 8080 of `lab` reaches container `a`'s port 80 (the first
+/// mapping's); then DEL of `conf` leaves no rule of the container.
+fn first_mapping_serves_then_del_removes_all(lab: &Lab, a: &TestNetns, conf: &Value) {
+    let _s = Server::start(a, 80, "a");
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
+        Some("a")
+    );
+    lab.portmap("DEL", conf, "ca", a.path()).ok();
+    assert!(lab.rules_of(None, "ca").is_empty());
+}
+
 /// Repeated mappings, as runtimes send them: the reference adds each rule
 /// only when `iptables -C` does not find it in the chain yet, so a
 /// repeated entry adds nothing to the attachment's chain, and an entry
@@ -157,13 +169,7 @@ fn repeated_mappings_leave_the_references_rules() {
         (our_check.code, our_check.stdout),
         (their_check.code, their_check.stdout)
     );
-    let _s = Server::start(&a, 80, "a");
-    assert_eq!(
-        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
-        Some("a")
-    );
-    lab.portmap("DEL", &conf, "ca", a.path()).ok();
-    assert!(lab.rules_of(None, "ca").is_empty());
+    first_mapping_serves_then_del_removes_all(&lab, &a, &conf);
 }
 
 /// With nftables the reference de-duplicates nothing: knftables adds one
@@ -194,13 +200,7 @@ fn repeated_mappings_with_nftables_count_as_the_references_check_counts() {
             .count()
     };
     assert_eq!((count("ip"), count("ip6")), (3, 2));
-    let _s = Server::start(&a, 80, "a");
-    assert_eq!(
-        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
-        Some("a")
-    );
-    lab.portmap("DEL", &conf, "ca", a.path()).ok();
-    assert!(lab.rules_of(None, "ca").is_empty());
+    first_mapping_serves_then_del_removes_all(&lab, &a, &conf);
 }
 
 /// What knftables does for a Go plugin v1.6+ DEL: list each chain with
