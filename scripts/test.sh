@@ -141,8 +141,9 @@ echo "==> summary"
 # - release: the installed release build through the runtimes' lists;
 # - VM: the kernel-feature tests in the VM (its closing line; a VM that
 #   could not run counts as a failure), and the VM tier's signal checks.
-# Ignored tests are counted apart: every one is a kernel-features test,
-# which the VM tier runs.
+# Ignored tests are counted apart: outside doc-tests every one is a
+# kernel-features test, which the VM tier runs; in doc-tests, an example
+# marked `ignore` (shown, not compiled).
 closing() { awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$1"; }
 read -r vm_passed vm_failed < <(closing target/vm-test.log)
 [ "$vm_status" = 0 ] || [ "$vm_failed" != 0 ] || vm_failed=1
@@ -155,10 +156,13 @@ awk -v vp="$vm_passed" -v vf="$vm_failed" -v sp="$sig_passed" -v sf="$sig_failed
         exe = $NF; sub(/^\(/, "", exe); sub(/\)$/, "", exe); sub(/.*\//, "", exe)
         tier = (exe in root) ? "root" : (/Running unittests / ? "unit" : "black-box")
         if (FILENAME ~ /release-test/) tier = "release"
+        doc = 0
         next
     }
-    /^ *Doc-tests / { tier = "unit"; next }
-    /^test result:/ { p[tier] += $4; f[tier] += $6; ignored += $8 }
+    /^ *Doc-tests / { tier = "unit"; doc = 1; next }
+    /^test result:/ { p[tier] += $4; f[tier] += $6; if (doc) docs += $8; else ignored += $8 }
+    # A release tier that prints its own closing line.
+    /^release: [0-9]+ passed, [0-9]+ failed$/ { p["release"] += $2; f["release"] += $4 }
     END {
         p["VM"] = vp + sp; f["VM"] = vf + sf
         n = split("unit root black-box release VM", order, " ")
@@ -166,6 +170,7 @@ awk -v vp="$vm_passed" -v vf="$vm_failed" -v sp="$sig_passed" -v sf="$sig_failed
             t = order[i]
             printf "%s%s %d passed, %d failed", (i > 1 ? "; " : ""), t, p[t], f[t]
         }
-        printf "; %d ignored (kernel-features, run in the VM)\n", ignored
+        printf "; %d ignored (kernel-features, run in the VM)", ignored
+        printf "%s\n", docs ? sprintf(", %d doc example%s not compiled", docs, docs > 1 ? "s" : "") : ""
     }' "$CNIRS_ROOT_TESTS_LOG" target/test.log target/release-test.log
 [ "$status" = 0 ] && [ "$release_status" = 0 ] && [ "$vm_status" = 0 ] && [ "$signals_status" = 0 ]
