@@ -2,7 +2,8 @@
 # Runs every check CI runs: formatting, clippy, then all three test tiers
 # (unit, root tests in throwaway namespaces, black-box binary tests), the
 # release tier (scripts/release-test.sh), then the kernel-feature tier in a
-# VM (scripts/vm-test.sh).
+# VM (scripts/vm-test.sh) and its signal checks (scripts/vm-test-signals.sh).
+# The last line counts each tier's results.
 # Needs root (the root tiers create network namespaces) and installs the
 # system tools the tests use when they are missing.
 set -euo pipefail
@@ -108,6 +109,10 @@ echo "==> cargo build (the black-box tests run the built binaries)"
 "$cargo" build --workspace --quiet
 echo "==> cargo test"
 mkdir -p target
+# Test executables with tests that need root name themselves here
+# (testsupport::require_root), for the summary's root tier.
+export CNIRS_ROOT_TESTS_LOG=$PWD/target/root-tests.list
+rm -f "$CNIRS_ROOT_TESTS_LOG"
 set +e
 "$cargo" test --workspace --no-fail-fast 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
@@ -124,13 +129,54 @@ echo "==> kernel-feature tests in a VM (scripts/vm-test.sh)"
 set +e
 bash scripts/vm-test.sh 2>&1 | tee target/vm-test.log
 vm_status=${PIPESTATUS[0]}
+echo "==> the VM tier stopped from outside takes qemu with it (scripts/vm-test-signals.sh)"
+bash scripts/vm-test-signals.sh 2>&1 | tee target/vm-signals.log
+signals_status=${PIPESTATUS[0]}
 set -e
 echo "==> summary"
-# The VM tier's closing line; a VM that could not run counts as a failure.
-read -r vm_passed vm_failed < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 }
-    END { print p + 0, f + 0 }' target/vm-test.log)
+# One count per tier, so a reader sees what ran. A test executable's
+# results count for the tier of what it is:
+# - root: it has tests that need root, network namespaces above all
+#   (testsupport::require_root, which every namespace goes through, notes
+#   the executable in $CNIRS_ROOT_TESTS_LOG), whatever kind of target;
+# - unit: otherwise, a crate's unit tests (`Running unittests src/...`)
+#   or doc-tests;
+# - black-box: otherwise, an integration-test target (tests/*.rs), which
+#   drives the built binaries or a crate's public interface from outside;
+# - release: scripts/release-test.sh's checks of release.sh's artifacts
+#   (its closing line; the output of a failed check it prints is not
+#   counted again);
+# - VM: the kernel-feature tests in the VM (its closing line; a VM that
+#   could not run counts as a failure), and the VM tier's signal checks.
+# Ignored tests are counted apart: outside doc-tests every one is a
+# kernel-features test, which the VM tier runs; in doc-tests, an example
+# marked `ignore` (shown, not compiled).
+closing() { awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$1"; }
+read -r vm_passed vm_failed < <(closing target/vm-test.log)
 [ "$vm_status" = 0 ] || [ "$vm_failed" != 0 ] || vm_failed=1
-awk -v vp="$vm_passed" -v vf="$vm_failed" '/^test result:/ { p += $4; f += $6 }
-    /^release: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
-    END { printf "%d passed, %d failed\n", p + vp, f + vf }' target/test.log target/release-test.log
-[ "$status" = 0 ] && [ "$release_status" = 0 ] && [ "$vm_status" = 0 ]
+read -r sig_passed sig_failed < <(closing target/vm-signals.log)
+[ "$signals_status" = 0 ] || [ "$sig_failed" != 0 ] || sig_failed=1
+touch "$CNIRS_ROOT_TESTS_LOG"
+awk -v vp="$vm_passed" -v vf="$vm_failed" -v sp="$sig_passed" -v sf="$sig_failed" '
+    FILENAME == ARGV[1] { root[$0] = 1; next }
+    FILENAME ~ /release-test/ && !/^release: [0-9]+ passed, [0-9]+ failed$/ { next }
+    /^ *Running / {
+        exe = $NF; sub(/^\(/, "", exe); sub(/\)$/, "", exe); sub(/.*\//, "", exe)
+        tier = (exe in root) ? "root" : (/Running unittests / ? "unit" : "black-box")
+        doc = 0
+        next
+    }
+    /^ *Doc-tests / { tier = "unit"; doc = 1; next }
+    /^test result:/ { p[tier] += $4; f[tier] += $6; if (doc) docs += $8; else ignored += $8 }
+    /^release: [0-9]+ passed, [0-9]+ failed$/ { p["release"] += $2; f["release"] += $4 }
+    END {
+        p["VM"] = vp + sp; f["VM"] = vf + sf
+        n = split("unit root black-box release VM", order, " ")
+        for (i = 1; i <= n; i++) {
+            t = order[i]
+            printf "%s%s %d passed, %d failed", (i > 1 ? "; " : ""), t, p[t], f[t]
+        }
+        printf "; %d ignored (kernel-features, run in the VM)", ignored
+        printf "%s\n", docs ? sprintf(", %d doc example%s not compiled", docs, docs > 1 ? "s" : "") : ""
+    }' "$CNIRS_ROOT_TESTS_LOG" target/test.log target/release-test.log
+[ "$status" = 0 ] && [ "$release_status" = 0 ] && [ "$vm_status" = 0 ] && [ "$signals_status" = 0 ]

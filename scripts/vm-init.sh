@@ -1,7 +1,7 @@
 #!/bb/busybox sh
 # /init of the kernel-feature VM (scripts/vm-test.sh): mounts the kernel
 # file systems, loads the modules, runs every ignored (kernel-features) test of the
-# selected test binaries, then powers off. The host reads the
+# selected test binaries, one at a time, then powers off. The host reads the
 # serial console: libtest's lines, then `vm: done`.
 /bb/busybox --install -s /bb
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:/bb
@@ -23,9 +23,33 @@ for m in $(cat /etc/vm-modules); do
 done
 echo "vm: kernel $(uname -r), $(nproc) cpus, modules loaded at $(cut -d' ' -f1 /proc/uptime)s"
 
+# Progress for the host's watchdog, which stops the VM only when its
+# console stays silent: every 20 s, a line when the guest started a
+# process since the last one. A test that works runs plugins and tools; a
+# hung one starts nothing. Read with builtins only (no fork of its own but
+# the sleep, hence "more than one").
+processes() {
+    while read -r key value rest; do
+        [ "$key" = processes ] && { n=$value; return; }
+    done </proc/stat
+}
+(
+    processes
+    last=$n
+    while sleep 20; do
+        processes
+        [ $((n - last)) -gt 1 ] && echo "vm: progress: $((n - last)) processes started in 20s"
+        last=$n
+    done
+) &
+
+# One test at a time, each announced, so that a hang names its test.
 for t in $(cat /etc/vm-tests); do
-    echo "vm: running $t"
-    "$t" --ignored --test-threads="$(nproc)" || status=1
+    names=$("$t" --list --ignored --format terse) || { echo "vm: failed to list $t"; status=1; }
+    for name in $(echo "$names" | sed -n 's/: test$//p'); do
+        echo "vm: running $t $name"
+        "$t" --ignored --exact "$name" --test-threads=1 || status=1
+    done
 done
 [ "$status" = 0 ] || echo "vm: failed"
 echo "vm: done"

@@ -2,9 +2,20 @@
 # Kernel-feature tier: boots Debian's stock kernel under qemu (software
 # emulation) and runs, inside it, the tests this machine's kernel cannot
 # run (bridge VLAN filtering, 8021q, ...): every test ignored with
-# "kernel-features: ..." in any test executable. Prints each test's result and a
-# closing `N passed, M failed` line; exits non-zero on any failure, and
-# when the VM cannot start or does not finish.
+# "kernel-features: ..." in any test executable, one at a time. Prints each
+# test's result and a closing `N passed, M failed` line; exits non-zero on
+# any failure, and when the VM cannot start or stops making progress.
+#
+# No fixed time limit: the VM prints `vm: running <test>` before each test,
+# libtest's line after it, and in between, every 20 s, a progress line
+# when it started any process meanwhile (scripts/vm-init.sh). It is stopped
+# only when its console stays silent for VM_TEST_IDLE seconds (default
+# 300), naming the test that was running. Killed from outside (SIGTERM, SIGINT, SIGHUP, an
+# outer `timeout`), the script stops qemu first; SIGKILLed, qemu gets
+# SIGKILL from the kernel (parent-death signal, setpriv).
+#
+#   --prepare    build and pack the VM image, do not boot it
+#   --boot-only  boot the image the last run packed, without building
 #
 # Cached under target/vm/: the kernel package (by name and version), its
 # extracted modules, and the initramfs (by the hash of everything in it),
@@ -15,9 +26,32 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 vm=target/vm
-# Wall-clock limit of the VM run; the whole tier must stay within 6 minutes.
-timeout_s=${VM_TEST_TIMEOUT:-300}
+# Seconds without a line on the VM's console before it counts as hung.
+idle_s=${VM_TEST_IDLE:-300}
 die() { echo "scripts/vm-test.sh: $*" >&2; exit 1; }
+mode=all
+case "${1:-}" in
+    "") ;;
+    --prepare) mode=prepare ;;
+    --boot-only) mode=boot ;;
+    *) die "unknown option $1 (--prepare, --boot-only)" ;;
+esac
+
+# qemu never outlives this script: stopped on any exit, and the traps turn
+# the signals into exits (bash runs them as soon as the current foreground
+# command, at most a one-second sleep, returns).
+qemu_pid=
+stop_qemu() {
+    if [ -n "$qemu_pid" ]; then
+        kill -9 "$qemu_pid" 2>/dev/null || true
+        wait "$qemu_pid" 2>/dev/null || true
+        qemu_pid=
+    fi
+}
+trap stop_qemu EXIT
+trap 'echo "scripts/vm-test.sh: interrupted, VM stopped" >&2; exit 130' INT
+trap 'echo "scripts/vm-test.sh: terminated, VM stopped" >&2; exit 143' TERM
+trap 'exit 129' HUP
 
 # Kernel modules the tests need, loaded at boot with their dependencies
 # (from modules.dep): bridge VLANs and 8021q, the link kinds (veth,
@@ -191,47 +225,88 @@ stage_modules() {
     ln -s /bb/busybox "$root/usr/sbin/modprobe"
 }
 
-# Sets image: the cpio archive of the tree, named by a hash of its content.
+# Sets image: the cpio archive of the tree, named by a hash of its content;
+# records it, the kernel and the number of tests for --boot-only.
 pack() {
     local key
     key=$(cd "$root" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
     image=$vm/initramfs-$key.cpio
-    [ -f "$image" ] && return
-    echo "==> packing $image"
-    rm -f "$vm"/initramfs-*.cpio
-    (cd "$root" && find . | sort | cpio -o -H newc --quiet) >"$image.tmp"
-    mv "$image.tmp" "$image"
+    if [ ! -f "$image" ]; then
+        echo "==> packing $image"
+        rm -f "$vm"/initramfs-*.cpio
+        (cd "$root" && find . | sort | cpio -o -H newc --quiet) >"$image.tmp"
+        mv "$image.tmp" "$image"
+    fi
+    printf '%s\n' "$image" "$kdir/boot/vmlinuz-$kver" "$expected" >"$vm/packed"
+}
+
+# Sets image, kernel and expected from what pack recorded.
+packed() {
+    [ -s "$vm/packed" ] || die "no VM image packed yet: run scripts/vm-test.sh (or --prepare) first"
+    { read -r image; read -r kernel; read -r expected; } <"$vm/packed"
+    [ -f "$image" ] && [ -f "$kernel" ] || die "the packed VM image is gone: run --prepare again"
+}
+
+# The test the VM was running: the last `vm: running` line with no result
+# after it.
+running_test() {
+    tr -d '\r' <"$1" | awk '/^vm: running / { t = $3 " " $4 }
+        /^test result:/ { t = "" } END { print t }'
+}
+
+# Whether process $1 runs (a zombie does not).
+alive() {
+    [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
 }
 
 boot() {
-    local log=$vm/serial.log status=0
-    echo "==> booting $kver under qemu (TCG)"
+    local raw=$vm/serial.raw log=$vm/serial.log status=0 shown=0 size quiet_since pdeath=()
+    echo "==> booting $(basename "$kernel") under qemu (TCG)"
+    : >"$raw"
+    # Killed with this script even when it is SIGKILLed.
+    setpriv --help 2>&1 | grep -q pdeathsig && pdeath=(setpriv --pdeathsig KILL)
     # KVM is not used: nested guests hang on this kind of machine.
-    set +e
-    timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
+    "${pdeath[@]}" ${VM_TEST_QEMU:-qemu-system-x86_64} \
         -accel tcg -cpu max -smp 2 -m 1024 \
         -nodefaults -no-user-config -display none -no-reboot \
-        -serial stdio \
-        -kernel "$kdir/boot/vmlinuz-$kver" -initrd "$image" \
+        -serial "file:$raw" \
+        -kernel "$kernel" -initrd "$image" \
         -append "console=ttyS0 quiet panic=-1 rdinit=/init" \
-        </dev/null 2>"$vm/qemu.err" | tr -d '\r' | tee "$log"
-    status=${PIPESTATUS[0]}
-    set -e
-    if [ "$status" = 124 ] || [ "$status" = 137 ]; then
-        tail -20 "$log" >&2
-        die "the VM did not finish within ${timeout_s}s"
-    fi
+        </dev/null >/dev/null 2>"$vm/qemu.err" &
+    qemu_pid=$!
+    quiet_since=$SECONDS
+    # The console, shown as it comes; silence for idle_s seconds is a hang.
+    while alive "$qemu_pid"; do
+        sleep 1
+        size=$(stat -c %s "$raw")
+        if [ "$size" -gt "$shown" ]; then
+            tail -c +$((shown + 1)) "$raw" | head -c $((size - shown)) | tr -d '\r'
+            shown=$size
+            quiet_since=$SECONDS
+        elif [ $((SECONDS - quiet_since)) -ge "$idle_s" ]; then
+            stop_qemu
+            tr -d '\r' <"$raw" >"$log"
+            local running
+            running=$(running_test "$raw")
+            die "the VM printed nothing for ${idle_s}s (VM_TEST_IDLE) while running: ${running:-no test (booting, or between tests)}; see $log"
+        fi
+    done
+    wait "$qemu_pid" || status=$?
+    qemu_pid=
+    tail -c +$((shown + 1)) "$raw" | tr -d '\r'
+    tr -d '\r' <"$raw" >"$log"
     if [ "$status" != 0 ]; then
         cat "$vm/qemu.err" >&2
-        die "qemu failed to start (exit $status)"
+        die "qemu failed (exit $status)"
     fi
     if ! grep -q '^vm: done' "$log"; then
         tail -30 "$log" >&2
         die "the VM stopped before the tests finished (see $log)"
     fi
+    # Each test runs alone, so libtest's closing line counts it (its `test
+    # <name> ... ok` line may have a progress line in its middle).
     local passed failed
-    passed=$(grep -cE '^test .* \.\.\. ok$' "$log" || true)
-    failed=$(grep -cE '^test .* \.\.\. FAILED$' "$log" || true)
+    read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log")
     if [ "$passed" = 0 ] && [ "$failed" = 0 ]; then
         die "no kernel-feature test ran (see $log)"
     fi
@@ -247,10 +322,14 @@ boot() {
     [ "$failed" = 0 ]
 }
 
-install_tools
-fetch_kernel
-build
-stage_root
-stage_modules
-pack
+if [ "$mode" != boot ]; then
+    install_tools
+    fetch_kernel
+    build
+    stage_root
+    stage_modules
+    pack
+fi
+[ "$mode" = prepare ] && exit 0
+packed
 boot

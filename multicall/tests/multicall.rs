@@ -78,18 +78,19 @@ fn bridge_with_host_local_in_process_adds_deletes_and_fails_as_separate_binaries
     c1.delete();
 }
 
-/// Run `cmd`, again while the fresh copy is "text file busy": another test
-/// thread's fork can hold the copy's write descriptor until its exec.
+/// Run `cmd`, again while the fresh copy is "text file busy" (within the
+/// tests' deadline): another test thread's fork can hold the copy's write
+/// descriptor until its exec, which a busy machine delays.
 fn output(cmd: &mut std::process::Command) -> std::process::Output {
-    for _ in 0..50 {
-        match cmd.output() {
-            Err(e) if e.raw_os_error() == Some(26) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            r => return r.unwrap(),
+    let mut out = None;
+    testsupport::retry(|| match cmd.output() {
+        Err(e) if e.raw_os_error() == Some(26) => false,
+        r => {
+            out = Some(r.unwrap());
+            true
         }
-    }
-    panic!("{cmd:?} stayed busy")
+    });
+    out.unwrap_or_else(|| panic!("{cmd:?} stayed busy"))
 }
 
 #[test]
@@ -176,8 +177,8 @@ fn ptp_with_static_in_process_adds_checks_and_deletes() {
 }
 
 /// Run the multi-call binary as `bin` in namespace `netns` with `env` and
-/// `stdin`, killed after ten seconds (a hang fails the test instead of
-/// blocking it).
+/// `stdin`, killed after the tests' deadline (a hang fails the test
+/// instead of blocking it).
 fn run_bounded(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &str) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
@@ -199,10 +200,7 @@ fn run_bounded(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &str) -> st
     let pid = child.id();
     let (done, wait) = std::sync::mpsc::channel::<()>();
     let killer = std::thread::spawn(move || {
-        if wait
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .is_err()
-        {
+        if wait.recv_timeout(testsupport::deadline()).is_err() {
             let _ = std::process::Command::new("kill")
                 .args(["-9", &pid.to_string()])
                 .status();
@@ -352,9 +350,7 @@ fn without_close_range_plugins_still_finish() {
         let pgid = child.id();
         let (done, wait) = std::sync::mpsc::channel::<()>();
         let killer = std::thread::spawn(move || {
-            let late = wait
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .is_err();
+            let late = wait.recv_timeout(testsupport::deadline()).is_err();
             if late {
                 let _ = std::process::Command::new("kill")
                     .args(["-9", "--", &format!("-{pgid}")])
@@ -366,8 +362,9 @@ fn without_close_range_plugins_still_finish() {
         let _ = done.send(());
         assert!(
             !killer.join().unwrap(),
-            "{cmd} {}: stdout still open after 10 s",
-            bin.display()
+            "{cmd} {}: stdout still open after {:?}",
+            bin.display(),
+            testsupport::deadline()
         );
         assert!(out.status.success(), "{cmd}: {out:?}");
     };

@@ -80,8 +80,7 @@ fn addresses_add_list_delete() {
     }
 
     assert_eq!(
-        nl.settle_addrs(&l, std::time::Duration::from_secs(5))
-            .unwrap(),
+        nl.settle_addrs(&l, testsupport::deadline()).unwrap(),
         cni_net::addr::Settled::Done
     );
     let settled = nl.addrs(Some(&l)).unwrap();

@@ -610,11 +610,13 @@ fn transactions_apply_in_the_namespace_of_the_handle() {
 
 /// Creating the masquerade table, chains and one attachment's rules: our
 /// transaction against `nft -f` of the same text, each into a fresh
-/// namespace, means of 20 runs printed for the record (`--nocapture`).
-/// `nft` is timed as `ip netns exec <ns> nft -f` minus `ip netns exec <ns>
-/// true`; our side includes opening and closing the connection.
+/// namespace, 20 times; every run's table is `nft -f`'s. The mean times
+/// are printed for the record (`--nocapture`; the README's figures, from
+/// an idle machine), never asserted: a busy machine slows either side at
+/// random. `nft` is timed as `ip netns exec <ns> nft -f` minus `ip netns
+/// exec <ns> true`; our side includes opening and closing the connection.
 #[test]
-fn masquerade_setup_is_faster_than_nft() {
+fn masquerade_setup_against_nft_with_its_cost() {
     const RUNS: u32 = 20;
     let mut ours = std::time::Duration::ZERO;
     let mut theirs = std::time::Duration::ZERO;
@@ -629,13 +631,14 @@ fn masquerade_setup_is_faster_than_nft() {
         // Closing the sockets is part of the cost, as for `nft`.
         drop(nl);
         ours += start.elapsed();
-        let ns = TestNetns::new("nfq");
+        let other = TestNetns::new("nfq");
         let start = Instant::now();
-        ns.exec(&["true"]);
+        other.exec(&["true"]);
         let exec = start.elapsed();
         let start = Instant::now();
-        ns.exec(&["nft", "-f", path.to_str().unwrap()]);
+        other.exec(&["nft", "-f", path.to_str().unwrap()]);
         theirs += start.elapsed().saturating_sub(exec);
+        assert_eq!(nft_json(&ns, MASQ), nft_json(&other, MASQ));
     }
     let _ = std::fs::remove_file(&path);
     eprintln!(
@@ -643,5 +646,4 @@ fn masquerade_setup_is_faster_than_nft() {
         ours / RUNS,
         theirs / RUNS
     );
-    assert!(ours < theirs, "netlink {ours:?} vs nft {theirs:?}");
 }

@@ -12,7 +12,6 @@
 //! Both daemons are killed on drop, so a failing test cleans up too.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::{TempDir, TestNetns, require_root};
 
@@ -60,9 +59,7 @@ impl PrivateBus {
             address: format!("unix:path={socket}"),
             dir,
         };
-        let up = wait_for(Duration::from_secs(10), || {
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
-        });
+        let up = crate::retry(|| std::os::unix::net::UnixStream::connect(&socket).is_ok());
         assert!(up, "dbus-daemon did not listen on {socket}");
         bus
     }
@@ -142,9 +139,7 @@ impl PrivateFirewalld {
             child: Some(child),
             netns,
         };
-        let up = wait_for(Duration::from_secs(60), || {
-            bus.firewall_cmd(&["--state"]).1 == "running"
-        });
+        let up = crate::retry(|| bus.firewall_cmd(&["--state"]).1 == "running");
         let log = std::fs::read_to_string(bus.dir().join("firewalld.log")).unwrap_or_default();
         assert!(up, "firewalld did not come up on the private bus:\n{log}");
         fwd
@@ -167,19 +162,5 @@ impl PrivateFirewalld {
 impl Drop for PrivateFirewalld {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Poll `cond` every 100 ms until it holds or `limit` passes.
-fn wait_for(limit: Duration, cond: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() > end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }

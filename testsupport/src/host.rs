@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::wait::retry;
 use crate::{Call, PluginRun, TempDir, TestNetns, cni_path_with, lease_files, unique_name};
 
 pub struct PluginHost {
@@ -161,12 +162,34 @@ pub fn ip_of(result: &Value, v6: bool) -> String {
         .to_string()
 }
 
-/// Whether one ping from `from` to `to` is answered within a second.
+/// Whether a ping from `from` to `to` is answered within the tests'
+/// [`deadline`](crate::deadline):
+/// pings (each waiting a second for its answer) until one is answered, so
+/// neighbour resolution, duplicate address detection and a busy machine
+/// only make it slower. For traffic that must *not* pass, see
+/// [`ping_unanswered`].
 pub fn ping(from: &TestNetns, to: &str) -> bool {
-    let ping = if to.contains(':') { "-6" } else { "-4" };
-    from.exec_output(&["ping", ping, "-c", "1", "-W", "1", to])
-        .status
-        .success()
+    ping_with(from, &[], to)
+}
+
+/// [`ping`] with more options (`-I <source address>`).
+pub fn ping_with(from: &TestNetns, opts: &[&str], to: &str) -> bool {
+    let family = if to.contains(':') { "-6" } else { "-4" };
+    let mut cmd = vec!["ping", family, "-c", "1", "-W", "1"];
+    cmd.extend_from_slice(opts);
+    cmd.push(to);
+    // A ping that fails at once (no route yet) is retried after a pause.
+    retry(|| from.exec_output(&cmd).status.success())
+}
+
+/// Whether three pings from `from` to `to` all go unanswered (each waits
+/// a second): traffic that must be dropped. A busy machine makes answers
+/// late, never makes them up, so this cannot fail for load; pair it with a
+/// [`ping`] that shows the path works otherwise.
+pub fn ping_unanswered(from: &TestNetns, to: &str) -> bool {
+    let family = if to.contains(':') { "-6" } else { "-4" };
+    let cmd = ["ping", family, "-c", "3", "-i", "0.3", "-W", "1", to];
+    !from.exec_output(&cmd).status.success()
 }
 
 /// Whether `ifname` exists in `ns`.
@@ -187,15 +210,4 @@ pub fn links(ns: &TestNetns) -> Vec<(String, String)> {
             None => (n.to_string(), String::new()),
         })
         .collect()
-}
-
-/// Whether `cond` becomes true within two seconds.
-pub fn eventually(cond: impl Fn() -> bool) -> bool {
-    for _ in 0..100 {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    false
 }

@@ -10,6 +10,7 @@
 //! `CNI_PATH` and IPAM data, and the helpers the root tests of the main
 //! plugins share (ping, links, firewall rules, an "outside" namespace).
 //! [`traffic`] has TCP and UDP servers and clients for real traffic;
+//! [`wait`] the one deadline every wait of a test is bounded by;
 //! [`firewalld`] a private system bus with a real firewalld on it.
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,10 @@ pub mod seccomp;
 pub mod strace;
 pub mod traffic;
 
-pub use host::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};
+pub mod wait;
+
+pub use host::{PluginHost, has_link, ip_of, links, ping, ping_unanswered, ping_with, with_prev};
+pub use wait::{deadline, eventually, process_gone, retry, within_deadline};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -53,6 +57,7 @@ fn radix36(mut v: u32) -> String {
 /// Fail loudly when not root: CI runs as root, and a silently skipped root
 /// test would hide breakage.
 pub fn require_root() {
+    mark_root_test();
     let uid = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -65,6 +70,31 @@ pub fn require_root() {
         uid, "0",
         "this test needs root (run scripts/test.sh as root)"
     );
+}
+
+/// Note this test executable in `$CNIRS_ROOT_TESTS_LOG` (once per
+/// process), when set: scripts/test.sh counts the results of executables
+/// with tests that need root (every namespace is made through
+/// [`require_root`]) as the root tier.
+fn mark_root_test() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let (Some(log), Ok(exe)) = (
+            std::env::var_os("CNIRS_ROOT_TESTS_LOG"),
+            std::env::current_exe(),
+        ) else {
+            return;
+        };
+        let name = exe.file_name().unwrap_or_default().to_string_lossy();
+        let line = format!("{name}\n");
+        // One write of a short line to an O_APPEND file: whole, whatever
+        // other test processes append at the same time.
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    });
 }
 
 /// Run a command, panicking with its output when it fails.
@@ -139,6 +169,17 @@ impl TestNetns {
     /// Stdout of a command inside the namespace, as a string.
     pub fn stdout(&self, cmd: &[&str]) -> String {
         String::from_utf8_lossy(&self.exec(cmd).stdout).into_owned()
+    }
+
+    /// The namespace's IPv6 counter `key` (`/proc/net/snmp6`, e.g.
+    /// `Icmp6OutNeighborSolicits`): what the kernel did, read without a
+    /// clock.
+    pub fn snmp6(&self, key: &str) -> u64 {
+        let snmp = self.stdout(&["cat", "/proc/net/snmp6"]);
+        snmp.lines()
+            .find_map(|l| l.strip_prefix(key).filter(|v| v.starts_with([' ', '\t'])))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {snmp}"))
     }
 
     /// Whether this kernel has bridge VLAN filtering

@@ -7,7 +7,8 @@
 //!
 //! What must hold, checked against a model computed here from the generated
 //! numbers (not by the plugin's code):
-//! - every call returns within [`BOUND`] (a hang fails the test);
+//! - every call returns within the tests' deadline (a hang fails the
+//!   test; [`testsupport::deadline`]);
 //! - an ADD succeeds exactly while every set has a free address, with one
 //!   free address of each set, inside its range, never its gateway, never
 //!   the network or IPv4 broadcast address unless a bound names it;
@@ -30,7 +31,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
 
 use host_local::HostLocal;
 use proptest::collection::vec;
@@ -38,9 +38,6 @@ use proptest::prelude::*;
 use skel::types::CniResult;
 use skel::{CmdArgs, Plugin, Reply};
 use testsupport::TempDir;
-
-/// Far longer than any call takes on a loaded two-core machine.
-const BOUND: Duration = Duration::from_secs(10);
 
 // ------------------------------------------------------------ generation
 
@@ -402,9 +399,10 @@ impl Driver for Library {
             };
             let _ = tx.send(out);
         });
+        let bound = testsupport::deadline();
         let out = rx
-            .recv_timeout(BOUND)
-            .unwrap_or_else(|_| panic!("{what} did not return within {BOUND:?}"));
+            .recv_timeout(bound)
+            .unwrap_or_else(|_| panic!("{what} did not return within {bound:?}"));
         match out {
             Ok(Reply::Result(CniResult::V1(r))) => Ok(r
                 .ips
@@ -418,12 +416,13 @@ impl Driver for Library {
     }
 }
 
-/// Runs the built binary as a runtime does, killed after [`BOUND`].
+/// Runs the built binary as a runtime does, killed after the tests'
+/// deadline.
 struct Binary;
 
 impl Driver for Binary {
     fn call(&self, cmd: &str, id: &str, stdin: &str) -> Result<Vec<Got>, String> {
-        let out = common::run_bounded(&common::ours(), cmd, id, stdin, BOUND);
+        let out = common::run_bounded(&common::ours(), cmd, id, stdin);
         if out.code != 0 {
             return Err(out.err(999)["msg"].as_str().unwrap().to_string());
         }

@@ -22,13 +22,10 @@ use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::time::Duration;
 
 use common::*;
 use proptest::prelude::*;
 use testsupport::TempDir;
-
-const BOUND: Duration = Duration::from_secs(10);
 
 /// A network config and, per range set, addresses worth writing down:
 /// inside, at the ends, the gateway, the network and broadcast addresses,
@@ -251,7 +248,7 @@ impl Case {
 
 /// The addresses handed out, or the error message.
 fn outcome(bin: &Path, id: &str, conf: &str) -> Result<Vec<String>, String> {
-    let out = run_bounded(bin, "ADD", id, conf, BOUND);
+    let out = run_bounded(bin, "ADD", id, conf);
     if out.code == 0 {
         Ok(addresses(&out.ok()))
     } else {

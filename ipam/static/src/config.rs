@@ -166,7 +166,7 @@ impl Config {
             .items("[]*types.Route")
             .map_err(json)?
             .iter()
-            .map(|r| r.decode::<Route>().map_err(json))
+            .map(route)
             .collect::<Result<Vec<_>, _>>()?;
         let mut addresses = ipam
             .get("addresses")
@@ -194,6 +194,24 @@ impl Config {
             dns,
         })
     }
+}
+
+/// One entry of `ipam.routes`. One without `dst` is refused (code 7): the
+/// reference returns it with `"dst": "<nil>"` (Go's zero `IPNet` printed),
+/// which no plugin reads back (its bridge and ptp fail with `invalid CIDR
+/// address: <nil>`), so the route never reached a kernel; it is not taken
+/// for a default route either, which would be a route nobody configured.
+fn route(r: &Field) -> Result<Route, Error> {
+    if let Some(obj) = r.value().as_object()
+        && gojson::lookup(obj, "dst").is_none()
+    {
+        return Err(Error::config(format!(
+            "route {} has no \"dst\": a route needs its destination in CIDR notation \
+             (0.0.0.0/0 or ::/0 for a default route)",
+            gojson::marshal(r.value())
+        )));
+    }
+    r.decode::<Route>().map_err(json)
 }
 
 /// CNI_ARGS `IP=` (comma-separated CIDRs, appended) and `GATEWAY=`

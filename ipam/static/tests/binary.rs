@@ -146,3 +146,42 @@ fn version_and_about() {
     assert_eq!(about.code, 0);
     assert!(about.stderr.starts_with("CNI static plugin "), "{about:?}");
 }
+
+/// A route without `dst`: the reference returns it with `"dst": "<nil>"`
+/// (Go's zero `IPNet`), a result no plugin reads back (see
+/// `tests/bridge.rs`); ours refuses it with code 7 and says what is
+/// missing. `"dst": ""` and `"dst": null` fail in both, with Go's message.
+#[test]
+fn a_route_without_dst_is_refused_where_the_reference_returns_nil() {
+    let conf = |route: Value| {
+        json!({"cniVersion": "1.0.0", "name": "n", "ipam": {"type": "static",
+            "addresses": [{"address": "10.240.0.5/24", "gateway": "10.240.0.1"}],
+            "routes": [{"dst": "10.0.0.0/8"}, route]}})
+    };
+    let missing = conf(json!({"gw": "10.240.0.1"}));
+    let theirs = call("ADD", &missing, "").run(Path::new(GO)).ok();
+    assert_eq!(
+        theirs["routes"][1],
+        json!({"dst": "<nil>", "gw": "10.240.0.1"})
+    );
+    for cmd in ["ADD", "CHECK"] {
+        let e = call(cmd, &missing, "").run(ours()).err(7);
+        assert_eq!(
+            e["msg"],
+            "route {\"gw\":\"10.240.0.1\"} has no \"dst\": a route needs its destination in \
+             CIDR notation (0.0.0.0/0 or ::/0 for a default route)"
+        );
+    }
+    // Go matches keys case-insensitively: `DST` is `dst`.
+    let upper = conf(json!({"DST": "0.0.0.0/0", "gw": "10.240.0.1"}));
+    let ours_upper = call("ADD", &upper, "").run(ours());
+    let theirs_upper = call("ADD", &upper, "").run(Path::new(GO));
+    assert_eq!(outcome(&ours_upper), outcome(&theirs_upper));
+    for dst in [json!(""), json!(null)] {
+        let c = conf(json!({"dst": dst, "gw": "10.240.0.1"}));
+        let ours = call("ADD", &c, "").run(ours());
+        let theirs = call("ADD", &c, "").run(Path::new(GO));
+        assert_eq!(outcome(&ours), outcome(&theirs), "{c}");
+        assert_eq!(ours.code, 1);
+    }
+}

@@ -4,14 +4,7 @@
 //! live in a throwaway "host" namespace.
 
 use serde_json::json;
-use testsupport::{Call, TestNetns, cni_path_with, plugin_bin, unique_name};
-
-fn ping(from: &TestNetns, to: &str) -> bool {
-    let family = if to.contains(':') { "-6" } else { "-4" };
-    from.exec_output(&["ping", family, "-c", "1", "-W", "2", to])
-        .status
-        .success()
-}
+use testsupport::{Call, TestNetns, cni_path_with, ping, plugin_bin, unique_name};
 
 #[test]
 fn bridge_with_static_ipam_gets_its_fixed_address_and_reaches_the_gateway() {
@@ -94,4 +87,41 @@ fn bridge_with_static_ipam_gets_its_fixed_address_and_reaches_the_gateway() {
     let links = container.stdout(&["ip", "-o", "link", "show"]);
     assert!(!links.contains("eth0"), "{links}");
     call("DEL", &conf).ok();
+}
+
+/// A route without `dst` never reaches a kernel: the reference's bridge
+/// fails on its own static's result (`invalid CIDR address: <nil>`, after
+/// creating the bridge); ours fails with static's code 7 and the
+/// container is left as it was.
+#[test]
+fn a_route_without_dst_fails_the_attachment_as_with_the_reference() {
+    let host = TestNetns::new("sdh");
+    let container = TestNetns::new("sdc");
+    let path = cni_path_with(&["static"]);
+    let conf = json!({
+        "cniVersion": "1.0.0", "name": "staticnet", "type": "bridge",
+        "bridge": unique_name("cnirsbr"), "isGateway": true,
+        "ipam": {"type": "static",
+            "addresses": [{"address": "10.240.79.5/24", "gateway": "10.240.79.1"}],
+            "routes": [{"gw": "10.240.79.1"}]}
+    });
+    let call = |bin: &std::path::Path, cni_path: &str| {
+        Call::new("ADD")
+            .container_id("static2")
+            .netns(container.path())
+            .ifname("eth0")
+            .path(cni_path)
+            .stdin(conf.to_string())
+            .run_in(host.name(), bin)
+    };
+    let theirs = call(std::path::Path::new("/usr/lib/cni/bridge"), "/usr/lib/cni").err(999);
+    assert_eq!(theirs["msg"], "invalid CIDR address: <nil>");
+    container.exec_output(&["ip", "link", "del", "eth0"]);
+    let ours = call(&plugin_bin("bridge"), path.to_str()).err(7);
+    assert!(
+        ours["msg"].as_str().unwrap().contains("has no \"dst\""),
+        "{ours}"
+    );
+    let links = container.stdout(&["ip", "-o", "link", "show"]);
+    assert!(!links.contains("eth0"), "{links}");
 }

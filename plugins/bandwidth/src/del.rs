@@ -15,9 +15,10 @@ use crate::shape::{failed, redirected_from, unshape};
 use crate::{Error, ifb, veth};
 
 /// Remove the attachment's IFB device, and our qdiscs from the host end of
-/// the veth if it is still there. Needs neither the namespace nor
-/// `prevResult`, and unlike the reference not even valid limits: the
-/// network name and the container ID name the device. Idempotent.
+/// the veth if it is still there (found through the namespace, else
+/// through `prevResult`). Needs neither the namespace nor `prevResult`,
+/// and unlike the reference not even valid limits: the network name and
+/// the container ID name the device. Idempotent.
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let network = NetConf::parse(&args.stdin)?.name;
     let host = Netlink::host().map_err(failed("open netlink"))?;
@@ -35,11 +36,15 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         None => None,
     };
     let mut errors = Vec::new();
+    // Without the namespace (or the container interface), `prevResult`
+    // names the host end: a container that lives on keeps redirecting to
+    // the IFB, which would otherwise pass for another attachment's.
     let veth = match &args.netns {
         Netns::Open { file, .. } => veth::peer(file, &args.ifname, &host).ok(),
         _ => None,
-    };
-    // The IFB our veth redirects to is ours; otherwise (no namespace, or
+    }
+    .or_else(|| veth::from_prev_result(&args.stdin, &host, dev.as_ref()));
+    // The IFB our veth redirects to is ours; otherwise (no veth found, or
     // a refused ADD) it may serve another attachment (below).
     let mut ours = false;
     if let Some(veth) = &veth {

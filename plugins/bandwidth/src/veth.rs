@@ -1,11 +1,12 @@
 //! The host end of the container's veth: the peer of `CNI_IFNAME`, found
 //! in the host namespace by `cni-net` and, for ADD and CHECK, among
 //! `prevResult`'s host-side interfaces (the reference's checks and
-//! messages).
+//! messages); for DEL without the namespace, `prevResult`'s host-side veth.
 
 use std::fs::File;
 
 use cni_net::{Link, Netlink, VethPeer};
+use skel::conf::NetConf;
 use skel::types::Interface;
 
 use crate::Error;
@@ -28,6 +29,33 @@ pub fn peer(netns: &File, ifname: &str, host: &Netlink) -> Result<Link, Error> {
         ))),
         Err(e) => Err(no_peer(format!("could not look up {ifname:?}: {e}"))),
     }
+}
+
+/// The host end as `prevResult` names it, for DEL without the namespace
+/// (an empty `CNI_NETNS`, or the container interface gone): the veths
+/// among its host-side interfaces, the one redirecting to `ifb` first
+/// (a bridge's result also names the bridge). Best effort: `None` without
+/// a readable `prevResult` or such a veth on the host.
+pub fn from_prev_result(stdin: &[u8], host: &Netlink, ifb: Option<&Link>) -> Option<Link> {
+    let prev = NetConf::parse(stdin)
+        .ok()?
+        .prev_result()
+        .ok()??
+        .into_v1()
+        .ok()?;
+    let veths: Vec<Link> = prev
+        .interfaces
+        .iter()
+        .filter(|i| i.sandbox.is_empty())
+        .filter_map(|i| host.find_link(&i.name).ok().flatten())
+        .filter(|l| l.kind == "veth")
+        .collect();
+    let redirecting = ifb.and_then(|ifb| {
+        veths
+            .iter()
+            .position(|v| crate::shape::redirects(host, v, ifb))
+    });
+    veths.into_iter().nth(redirecting.unwrap_or(0))
 }
 
 /// [`peer`], which must also be a host-side interface of `prevResult`.

@@ -228,7 +228,8 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
         assert!(pod.has_link(&pod.ifb()));
         // Without its namespace the container's veth is gone in real
         // life, its qdiscs with it; here the test removes them. (A veth
-        // still redirecting to the IFB is another attachment's: kept.)
+        // still redirecting to the IFB is this attachment's when
+        // `prevResult` names it, else another's: kept.)
         pod.clear_veth();
         del.run_in(pod.host.name(), bin()).ok();
         assert!(!pod.has_link(&pod.ifb()));
@@ -247,6 +248,33 @@ fn del_needs_neither_netns_nor_prev_result_nor_valid_limits() {
         .collect();
     assert_eq!(qdiscs, vec![json!("tbf")]);
     assert!(pod.ifbs().is_empty());
+}
+
+/// DEL with an empty `CNI_NETNS` while the container lives (a runtime
+/// that lost the namespace path): the host end `prevResult` names still
+/// redirects to the IFB, which makes it this attachment's (not another's):
+/// its qdiscs and the IFB go. Again: success, nothing left. With the
+/// host end already gone (the main plugin's DEL ran first): the IFB goes.
+#[test]
+fn del_without_netns_finds_the_host_end_in_prev_result() {
+    for version in ["1.0.0", "0.4.0"] {
+        let pod = Pod::new("bwpr");
+        let conf = pod.conf(version, LIMITS());
+        let before = pod.state();
+        pod.call("ADD", &conf).ok();
+        assert_ne!(pod.state(), before);
+        let del = pod.request("DEL", &conf).netns("");
+        del.run_in(pod.host.name(), bin()).ok();
+        assert_eq!(pod.state(), before, "{version}");
+        del.run_in(pod.host.name(), bin()).ok();
+        assert_eq!(pod.state(), before, "{version}");
+
+        pod.call("ADD", &conf).ok();
+        pod.host.exec(&["ip", "link", "del", &pod.veth]);
+        del.run_in(pod.host.name(), bin()).ok();
+        assert!(pod.ifbs().is_empty(), "{version}: {:?}", pod.ifbs());
+        del.run_in(pod.host.name(), bin()).ok();
+    }
 }
 
 /// DEL leaves the kernel's wait for the IFB's last references to a child

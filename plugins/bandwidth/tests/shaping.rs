@@ -1,65 +1,82 @@
-//! Real effects: a TCP transfer through a 1 Mbit/s limit takes the time
-//! the limit implies, in each direction, and is far faster without it; the
-//! qdiscs, the filter and the IFB device are there after ADD, as `tc` and
-//! `ip` read them, and gone after DEL.
+//! Real effects: a TCP transfer through a 1 Mbit/s limit is held back by
+//! the tbf (its kernel counters say so) and takes at least the time the
+//! limit implies, in each direction, while the other direction's data
+//! passes no tbf; the qdiscs, the filter and the IFB device are there
+//! after ADD, as `tc` and `ip` read them, and gone after DEL.
+//!
+//! No test here asserts that anything was fast: a busy machine slows any
+//! transfer. The one duration asserted is a minimum that only the limit
+//! can impose (the clock starts before the connection, so a receiver
+//! scheduled late never shortens it), which load can only lengthen.
 
 mod common;
 
+use std::net::Ipv4Addr;
+
 use common::*;
 use serde_json::{Value, json};
+use testsupport::TestNetns;
 
 /// 1 Mbit/s with a 10 kB bucket, and 250 kB to send: about two seconds.
 const RATE: u64 = 1_000_000;
 const BURST: u64 = 80_000;
 const BYTES: usize = 250_000;
 
-/// Seconds the transfer should take: every 1448 bytes of payload (MSS
+/// Seconds the transfer needs at least: every 1448 bytes of payload (MSS
 /// with TCP timestamps on a 1500-byte MTU) cost a 1514-byte frame, the
 /// bucket's worth goes at once.
-fn expected() -> f64 {
+fn minimum() -> f64 {
     let wire_bits = BYTES as f64 * 1514.0 / 1448.0 * 8.0;
     (wire_bits - BURST as f64) / RATE as f64
 }
 
-fn assert_limited(took: f64, what: &str) {
-    let want = expected();
-    eprintln!("{what}: {took:.3} s, expected {want:.3} s");
+/// A transfer from `from` to `to_ip` through the tbf on `dev`: the tbf
+/// sent all of it, held packets back, and the transfer took at least the
+/// time the rate implies (a little less for rounding).
+fn assert_limited(pod: &Pod, dev: &str, from: &TestNetns, to: &TestNetns, to_ip: Ipv4Addr) {
+    let (bytes, held) = tbf_counters(pod, dev);
+    let took = transfer(from, to, to_ip, BYTES).as_secs_f64();
+    let (bytes_after, held_after) = tbf_counters(pod, dev);
+    eprintln!("{dev}: {took:.3} s, at least {:.3} s", minimum());
     assert!(
-        (0.9 * want..1.3 * want).contains(&took),
-        "{what}: {took:.2} s, expected about {want:.2} s"
+        bytes_after - bytes >= BYTES as u64,
+        "the tbf on {dev} sent too little"
+    );
+    assert!(held_after > held, "the tbf on {dev} held nothing back");
+    assert!(
+        took >= 0.9 * minimum(),
+        "{dev}: {took:.2} s, faster than the limit allows ({:.2} s)",
+        minimum()
     );
 }
 
-fn assert_unlimited(took: f64, what: &str) {
+/// A transfer from `from` to `to_ip` (the other direction) passes no tbf:
+/// the one on `dev` sees its acknowledgements only.
+fn assert_unlimited(pod: &Pod, dev: &str, from: &TestNetns, to: &TestNetns, to_ip: Ipv4Addr) {
+    let (bytes, _) = tbf_counters(pod, dev);
+    transfer(from, to, to_ip, BYTES);
+    let (bytes_after, _) = tbf_counters(pod, dev);
     assert!(
-        took < 0.25 * expected(),
-        "{what} without a limit took {took:.2} s"
+        bytes_after - bytes < BYTES as u64 / 10,
+        "the other direction's data went through the tbf on {dev}"
     );
 }
 
 #[test]
-fn egress_transfer_takes_the_time_the_limit_implies() {
+fn egress_transfer_is_held_to_the_limit() {
     let pod = Pod::new("bwe");
-    let unlimited = transfer(&pod.cont, &pod.host, HOST_IP, BYTES).as_secs_f64();
-    assert_unlimited(unlimited, "egress");
     let conf = pod.conf("1.0.0", json!({"egressRate": RATE, "egressBurst": BURST}));
     pod.call("ADD", &conf).ok();
-    let took = transfer(&pod.cont, &pod.host, HOST_IP, BYTES).as_secs_f64();
-    assert_limited(took, "egress");
-    // The other direction is not shaped.
-    assert_unlimited(
-        transfer(&pod.host, &pod.cont, CONT_IP, BYTES).as_secs_f64(),
-        "ingress",
-    );
+    let ifb = pod.ifb();
+    assert_limited(&pod, &ifb, &pod.cont, &pod.host, HOST_IP);
+    assert_unlimited(&pod, &ifb, &pod.host, &pod.cont, CONT_IP);
     pod.call("DEL", &conf).ok();
     assert!(!pod.has_link(&pod.ifb()));
 }
 
 #[test]
-fn ingress_transfer_takes_the_time_the_limit_implies() {
+fn ingress_transfer_is_held_to_the_limit() {
     let pod = Pod::new("bwi");
-    let unlimited = transfer(&pod.host, &pod.cont, CONT_IP, BYTES).as_secs_f64();
-    assert_unlimited(unlimited, "ingress");
     let conf = pod.conf(
         "1.0.0",
         json!({"runtimeConfig": {"bandwidth": {"ingressRate": RATE, "ingressBurst": BURST}}}),
@@ -67,12 +84,8 @@ fn ingress_transfer_takes_the_time_the_limit_implies() {
     let result = pod.call("ADD", &conf).ok();
     // No IFB for ingress alone.
     assert_eq!(result["interfaces"].as_array().unwrap().len(), 2);
-    let took = transfer(&pod.host, &pod.cont, CONT_IP, BYTES).as_secs_f64();
-    assert_limited(took, "ingress");
-    assert_unlimited(
-        transfer(&pod.cont, &pod.host, HOST_IP, BYTES).as_secs_f64(),
-        "egress",
-    );
+    assert_limited(&pod, &pod.veth, &pod.host, &pod.cont, CONT_IP);
+    assert_unlimited(&pod, &pod.veth, &pod.cont, &pod.host, HOST_IP);
     pod.call("DEL", &conf).ok();
 }
 

@@ -190,12 +190,34 @@ pub fn dn_rules(conf: &Config, addr: &IpNetwork) -> Vec<(Vec<String>, String)> {
         dnat.extend(words(&["-j", "DNAT", "--to-destination", &to]));
         out.push((dnat, format!("{saved_match} -j DNAT --to-destination {to}")));
     }
-    out
+    unique(out, |(args, _)| args.clone())
+}
+
+/// `rules` without those whose `key` an earlier one has. The reference
+/// adds a rule only when `iptables -C` does not find it in the chain
+/// (`InsertUnique`), so a repeated mapping adds nothing, and one that
+/// differs only in its container port adds only its DNAT rule. Our
+/// arguments are canonical (lowercase protocol, parsed addresses), so
+/// equal words are what `-C` finds equal.
+fn unique<T, K: PartialEq>(rules: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    let mut seen = Vec::new();
+    rules
+        .into_iter()
+        .filter(|r| {
+            let k = key(r);
+            let new = !seen.contains(&k);
+            if new {
+                seen.push(k);
+            }
+            new
+        })
+        .collect()
 }
 
 /// The entry rules' (protocol, ports) groups: every mapping, whatever its
 /// `hostIP`'s family (as the reference), grouped by protocol as
-/// configured, groups sorted, at most 15 ports each.
+/// configured, groups sorted, at most 15 ports each (a repeated mapping's
+/// port repeated, as in the reference), each distinct group once.
 pub fn entry_groups(conf: &Config) -> Vec<(String, String)> {
     let mut protos: Vec<&str> = conf.mappings.iter().map(|m| m.protocol.as_str()).collect();
     protos.sort_unstable();
@@ -212,7 +234,8 @@ pub fn entry_groups(conf: &Config) -> Vec<(String, String)> {
             out.push((p.to_string(), chunk.join(",")));
         }
     }
-    out
+    // Groups of `tcp` and `TCP` with the same ports are one rule to `-C`.
+    unique(out, |(p, ports)| (p.to_ascii_lowercase(), ports.clone()))
 }
 
 /// The ADD batch for `addr`, given the table as saved.

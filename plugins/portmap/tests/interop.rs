@@ -73,7 +73,7 @@ fn reference_rules_checked_and_removed_by_ours_and_the_reverse() {
         "{:#?}",
         lab.rules_of(None, "ca")
     );
-    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
+    assert!(silent("tcp", &lab.outside, sock(HOST4, 8080)));
     // Our ADD with the Go plugin's shared chains in place: the same table.
     lab.portmap("ADD", &conf, "ca", a.path()).ok();
     assert_eq!(nat(&lab), theirs);
@@ -110,6 +110,97 @@ fn our_rules_are_the_references_from_an_empty_table() {
     assert_eq!(nat(&lab), ours);
     go(&lab, "DEL", &conf, "ca", a.path()).ok();
     assert_eq!(nat(&lab), shared);
+}
+
+/// Host port 8080 of `lab` reaches container `a`'s port 80 (the first
+/// mapping's); then DEL of `conf` leaves no rule of the container.
+fn first_mapping_serves_then_del_removes_all(lab: &Lab, a: &TestNetns, conf: &Value) {
+    let _s = Server::start(a, 80, "a");
+    assert_eq!(
+        tag("tcp", &lab.outside, sock(HOST4, 8080)).as_deref(),
+        Some("a")
+    );
+    lab.portmap("DEL", conf, "ca", a.path()).ok();
+    assert!(lab.rules_of(None, "ca").is_empty());
+}
+
+/// Repeated mappings, as runtimes send them: the reference adds each rule
+/// only when `iptables -C` does not find it in the chain yet, so a
+/// repeated entry adds nothing to the attachment's chain, and an entry
+/// that differs only in its container port (or `hostIP` `0.0.0.0`, or the
+/// protocol's case) adds only the rules that differ; the entry rules list
+/// every entry's port. `iptables-save` after our ADD is what it is after
+/// the reference's; our CHECK passes, the reference's says of ours what
+/// it says of its own.
+#[test]
+fn repeated_mappings_leave_the_references_rules() {
+    let lab = Lab::new("pd");
+    let (a, ra) = lab.container("ca");
+    let maps = json!([
+        {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+        {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+        {"hostPort": 8080, "containerPort": 81, "protocol": "tcp"},
+        {"hostPort": 8080, "containerPort": 80, "protocol": "TCP"},
+        {"hostPort": 5353, "containerPort": 53, "protocol": "udp"},
+        {"hostPort": 5353, "containerPort": 53, "protocol": "udp", "hostIP": "0.0.0.0"},
+        {"hostPort": 8443, "containerPort": 443, "protocol": "tcp", "hostIP": "127.0.0.1"},
+        {"hostPort": 8443, "containerPort": 443, "protocol": "tcp", "hostIP": "127.0.0.1"}
+    ]);
+    let conf = with_prev(&lab.conf(None, maps, json!({})), &ra);
+    go(&lab, "ADD", &conf, "ca", a.path()).ok();
+    let theirs = nat(&lab);
+    let dn = portmap::iptables::dn_chain(&lab.host.net, "ca");
+    let in_chain = theirs
+        .iter()
+        .filter(|l| l.starts_with(&format!("-A {dn} ")))
+        .count();
+    // IPv4: 8080 to 80 and to 81 (2 mark rules, 2 DNAT), 5353 and 8443
+    // (3 each); IPv6: 8080 (1 mark rule, 2 DNAT), 5353 (2).
+    assert_eq!(in_chain, 15, "{theirs:#?}");
+    // v1.1.1's CHECK fails on its own IPv6 rules here (it compares them
+    // with the IPv4 ones); on ours it says the same.
+    let their_check = go(&lab, "CHECK", &conf, "ca", a.path());
+    go(&lab, "DEL", &conf, "ca", a.path()).ok();
+    lab.portmap("ADD", &conf, "ca", a.path()).ok();
+    assert_eq!(nat(&lab), theirs);
+    lab.portmap("CHECK", &conf, "ca", a.path()).ok();
+    let our_check = go(&lab, "CHECK", &conf, "ca", a.path());
+    assert_eq!(
+        (our_check.code, our_check.stdout),
+        (their_check.code, their_check.stdout)
+    );
+    first_mapping_serves_then_del_removes_all(&lab, &a, &conf);
+}
+
+/// With nftables the reference de-duplicates nothing: knftables adds one
+/// rule per entry, and its CHECK counts the container's rules in
+/// `hostports` against the entries of the family (`missing hostport
+/// rules` when fewer). Ours adds the same rules, so the Go plugin's CHECK
+/// passes on our attachment; the repeated rule never matches (the first
+/// one does).
+#[test]
+fn repeated_mappings_with_nftables_count_as_the_references_check_counts() {
+    let lab = Lab::new("pe");
+    let (a, ra) = lab.container("ca");
+    let maps = json!([
+        {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+        {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+        {"hostPort": 5353, "containerPort": 53, "protocol": "udp", "hostIP": "0.0.0.0"}
+    ]);
+    let conf = with_prev(&lab.conf(None, maps, json!({"backend": "nftables"})), &ra);
+    lab.portmap("ADD", &conf, "ca", a.path()).ok();
+    lab.portmap("CHECK", &conf, "ca", a.path()).ok();
+    let count = |family: &str| {
+        let v = lab.host.ns.nft_json(family, "cni_hostport");
+        v["nftables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["rule"]["chain"] == "hostports" && i["rule"]["comment"] == "ca")
+            .count()
+    };
+    assert_eq!((count("ip"), count("ip6")), (3, 2));
+    first_mapping_serves_then_del_removes_all(&lab, &a, &conf);
 }
 
 /// What knftables does for a Go plugin v1.6+ DEL: list each chain with

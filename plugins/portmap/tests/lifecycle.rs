@@ -120,7 +120,7 @@ fn del_finds_rules_without_anything(backend: &str) {
         "{:#?}",
         lab.rules_of(None, "ca")
     );
-    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
+    assert!(silent("tcp", &lab.outside, sock(HOST4, 8080)));
     lab.portmap("DEL", &bare, "ca", "").ok();
     lab.portmap("DEL", &conf, "ca", "").ok();
     // A config without the backend looks at both.
@@ -322,7 +322,7 @@ fn del_of_one_attachment_spares_the_other_nftables() {
         tag("tcp", &lab.outside, sock(HOST4, 8081)).as_deref(),
         Some("a")
     );
-    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
+    assert!(silent("tcp", &lab.outside, sock(HOST4, 8080)));
     lab.host
         .request("DEL", &two, "ca", "", "net1")
         .run_in(lab.host.ns.name(), bin())

@@ -80,8 +80,8 @@ fn reaches_from_everywhere(backend: &str) {
         "{:#?}",
         lab.rules_of(None, "ca")
     );
-    assert_eq!(tag("tcp", &lab.outside, sock(HOST4, 8080)), None);
-    assert_eq!(tag("tcp", host, sock("127.0.0.1", 8080)), None);
+    assert!(silent("tcp", &lab.outside, sock(HOST4, 8080)));
+    assert!(silent("tcp", host, sock("127.0.0.1", 8080)));
     lab.portmap("DEL", &conf, "ca", a.path()).ok();
     let e = lab
         .portmap("CHECK", &with_prev(&conf, &ra), "ca", a.path())
@@ -120,9 +120,8 @@ fn host_ip_limits(backend: &str) {
             tag(proto, &lab.outside, sock(HOST4, 8080)).as_deref(),
             Some("a")
         );
-        assert_eq!(
-            tag(proto, host, sock(GW4, 8080)),
-            None,
+        assert!(
+            silent(proto, host, sock(GW4, 8080)),
             "{proto} on another address"
         );
         assert_eq!(
@@ -130,9 +129,8 @@ fn host_ip_limits(backend: &str) {
             Some("a"),
             "{proto} v6"
         );
-        assert_eq!(
-            tag(proto, host, sock(HOST4, 8081)),
-            None,
+        assert!(
+            silent(proto, host, sock(HOST4, 8081)),
             "{proto} v4 of a v6 mapping"
         );
     }

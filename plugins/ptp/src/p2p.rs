@@ -15,17 +15,26 @@
 //!
 //! The reference adds the address, lets the kernel add its subnet route
 //! and deletes it again; we add the address with `IFA_F_NOPREFIXROUTE`, so
-//! that route never exists. Addresses are added without duplicate address
-//! detection (only the two ends share the link), so they are usable at
-//! once.
+//! that route never exists: the container never reaches a neighbour on
+//! the link directly, not even while ADD runs (its link is up early).
+//! Addresses are added without duplicate address detection (only the two
+//! ends share the link), so they are usable at once.
+//!
+//! IPAM's routes go in while the reference's subnet route still exists,
+//! so their gateway may be any address of the subnet (`10.240.0.254`),
+//! not only the host end's. The kernel accepts a gateway only when a link
+//! route leads to it, so for each such gateway a link route to that one
+//! address stands in for the subnet route while IPAM's routes are added,
+//! and is deleted after ([`Container::run`]): the routes left are the
+//! reference's, and a gateway outside the subnet still fails as there.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use cni_attach::iface::{self, Requests};
 use cni_net::route::{SCOPE_HOST, SCOPE_LINK};
-use cni_net::{AddrFlags, IpNetwork, Link, RouteSpec};
-use skel::types::{IpConfig, Result1};
+use cni_net::{AddrFlags, IpNetwork, Link, Netlink, RouteSpec};
+use skel::types::{IpConfig, Result1, Route};
 
 use crate::error::Error;
 
@@ -58,10 +67,31 @@ fn host_prefix(ip: IpAddr) -> IpNetwork {
     IpNetwork::from(ip)
 }
 
+/// The container's side of an attachment: requests sent in one round
+/// trip, then the stand-in routes deleted.
+pub struct Container {
+    reqs: Requests,
+    /// Link routes to IPAM routes' gateways, there only while IPAM's
+    /// routes are added ([`stand_ins`]).
+    stand_ins: Vec<RouteSpec>,
+}
+
+impl Container {
+    pub fn run(self, cont: &Netlink) -> Result<(), Error> {
+        self.reqs.run(cont)?;
+        for route in &self.stand_ins {
+            cont.delete_route(route).map_err(|e| {
+                Error::from(e).context(format!("failed to delete route {}", route.dst))
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// Requests in the container's namespace: the addresses of interface 1,
 /// a route to each gateway, IPAM's routes, each subnet via its gateway.
 /// The link is up already.
-pub fn container(link: &Link, result: &Result1) -> Result<Requests, Error> {
+pub fn container(link: &Link, result: &Result1) -> Result<Container, Error> {
     let mut reqs = Requests::new();
     let ips: Vec<&IpConfig> = result
         .ips
@@ -80,6 +110,10 @@ pub fn container(link: &Link, result: &Result1) -> Result<Requests, Error> {
         let what = failed_route(&route);
         reqs.add_route(&route, what);
     }
+    let stand_ins = stand_ins(link.index, &ips, &result.routes)?;
+    for route in &stand_ins {
+        reqs.add_route(route, failed_route(route));
+    }
     iface::routes(&mut reqs, link, &result.routes, gws);
     for ip in &ips {
         let route = RouteSpec {
@@ -91,7 +125,31 @@ pub fn container(link: &Link, result: &Result1) -> Result<Requests, Error> {
         let what = failed_route(&route);
         reqs.add_route(&route, what);
     }
-    Ok(reqs)
+    Ok(Container { reqs, stand_ins })
+}
+
+/// A link route through `oif` to each gateway of `routes` that the
+/// reference's subnet routes would have made reachable: in the subnet of an address in
+/// `ips`, yet neither a gateway of `ips` (those have link routes of their
+/// own) nor an address of the container (the kernel finds those local).
+fn stand_ins(oif: u32, ips: &[&IpConfig], routes: &[Route]) -> Result<Vec<RouteSpec>, Error> {
+    let mut own = BTreeSet::new();
+    for ip in ips {
+        own.insert(gateway(ip)?);
+        own.insert(ip.address.ip());
+    }
+    let mut seen = BTreeSet::new();
+    Ok(routes
+        .iter()
+        .filter_map(|r| r.gw)
+        .filter(|gw| !own.contains(gw) && ips.iter().any(|ip| ip.address.0.contains(*gw)))
+        .filter(|gw| seen.insert(*gw))
+        .map(|gw| RouteSpec {
+            oif: Some(oif),
+            scope: Some(SCOPE_LINK),
+            ..RouteSpec::new(host_prefix(gw))
+        })
+        .collect())
 }
 
 /// Requests in the host's namespace: each gateway once on the host end
@@ -195,6 +253,38 @@ mod tests {
             let e = gateway(&ip).unwrap_err();
             assert_eq!((e.code, e.msg.as_str()), (7, msg));
         }
+    }
+
+    #[test]
+    fn stand_ins_only_for_other_gateways_inside_a_subnet() {
+        let (a, b) = (
+            ip("10.240.0.5/24", Some("10.240.0.1")),
+            ip("fd40::5/64", Some("fd40::1")),
+        );
+        let route = |dst: &str, gw: Option<&str>| -> Route {
+            serde_json::from_value(serde_json::json!({"dst": dst, "gw": gw})).unwrap()
+        };
+        let routes = [
+            route("0.0.0.0/0", None),
+            route("10.240.9.0/24", Some("10.240.0.1")),
+            route("10.240.9.0/24", Some("10.240.0.5")),
+            route("10.240.9.0/24", Some("10.240.1.1")),
+            route("10.240.8.0/24", Some("10.240.0.254")),
+            route("10.240.7.0/24", Some("10.240.0.254")),
+            route("::/0", Some("fd40::fe")),
+        ];
+        let got: Vec<String> = stand_ins(7, &[&a, &b], &routes)
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} {:?} {:?}", r.dst, r.oif, r.scope))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "10.240.0.254/32 Some(7) Some(253)",
+                "fd40::fe/128 Some(7) Some(253)"
+            ]
+        );
     }
 
     #[test]

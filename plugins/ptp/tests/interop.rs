@@ -94,3 +94,105 @@ fn our_iptables_masquerade_removed_by_the_reference() {
     go(&h, "DEL", &conf, "c1", &c).ok();
     assert_gone(&h, &c, "c1");
 }
+
+/// The container's and the host end's routes, the container's address,
+/// the host end's name and link-local addresses replaced, so that two
+/// attachments' tables compare.
+fn tables(h: &PluginHost, c: &TestNetns, result: &Value) -> Vec<String> {
+    let port = result["interfaces"][0]["name"].as_str().unwrap();
+    let mut out = Vec::new();
+    for v6 in [false, true] {
+        let family = if v6 { "-6" } else { "-4" };
+        let addr = ip_of(result, v6);
+        let lines = ip_lines(c, &[family, "route", "show", "table", "all"])
+            .into_iter()
+            .chain(ip_lines(&h.ns, &[family, "route", "show", "dev", port]))
+            .map(|l| {
+                let token = |t: &str| {
+                    match t {
+                        t if t == addr => "ADDR",
+                        t if t == port => "PORT",
+                        t if t.starts_with("fe80::") && t.len() > "fe80::".len() => "LINK-LOCAL",
+                        t => t,
+                    }
+                    .to_string()
+                };
+                l.split(' ').map(token).collect::<Vec<_>>().join(" ")
+            });
+        out.extend(lines.map(|l| format!("{family} {l}")));
+    }
+    out
+}
+
+/// IPAM routes via an address of the subnet that is not the gateway
+/// (`.254`): the reference adds them (its container address still has
+/// its subnet route when IPAM's routes go in, and only then is that
+/// route deleted); ours adds them too, and both namespaces' routing
+/// tables are the reference's, line for line. A gateway outside the
+/// subnet fails in both, as unreachable, and ours leaves nothing.
+#[test]
+fn ipam_routes_via_another_address_of_the_subnet_as_the_reference() {
+    let h = host("rv");
+    let mut conf = conf(
+        &h,
+        "1.0.0",
+        &["10.242.1.0/24", "fd40:242:1::/64"],
+        json!({}),
+    );
+    conf["ipam"]["routes"] = json!([
+        {"dst": "10.242.200.0/24", "gw": "10.242.1.254"},
+        {"dst": "10.242.1.128/25", "gw": "10.242.1.254"},
+        {"dst": "0.0.0.0/0"},
+        {"dst": "fd40:242:200::/64", "gw": "fd40:242:1::fe"},
+        {"dst": "::/0", "gw": "fd40:242:1::fe"},
+    ]);
+    let (cg, co) = (TestNetns::new("rvg"), TestNetns::new("rvo"));
+    let rg = go(&h, "ADD", &conf, "cg", &cg).ok();
+    let ro = h.add(&conf, "co", &co);
+    let theirs = tables(&h, &cg, &rg);
+    assert!(
+        theirs
+            .iter()
+            .any(|l| l.contains("10.242.200.0/24 via 10.242.1.254")),
+        "{theirs:#?}"
+    );
+    // The container's link-local address is not waited for (the
+    // reference waits for its DAD): its local route comes when DAD ends.
+    eventually(|| tables(&h, &co, &ro) == theirs);
+    assert_eq!(tables(&h, &co, &ro), theirs);
+    assert!(ping(&co, "10.242.1.1") && ping(&co, "fd40:242:1::1"));
+    h.call("CHECK", &with_prev(&conf, &ro), "co", co.path(), "eth0")
+        .ok();
+    go(&h, "CHECK", &with_prev(&conf, &ro), "co", &co).ok();
+    go(&h, "DEL", &conf, "cg", &cg).ok();
+    h.del(&conf, "co", co.path());
+
+    for (route, gw) in [
+        (
+            json!({"dst": "10.242.200.0/24", "gw": "10.242.9.1"}),
+            "10.242.9.1",
+        ),
+        (
+            json!({"dst": "fd40:242:200::/64", "gw": "fd40:242:9::1"}),
+            "fd40:242:9::1",
+        ),
+    ] {
+        conf["ipam"]["routes"] = json!([route]);
+        let (cg, co) = (TestNetns::new("rvh"), TestNetns::new("rvp"));
+        let theirs = go(&h, "ADD", &conf, "cg", &cg).err(999);
+        let ours = h.call("ADD", &conf, "co", co.path(), "eth0").err(999);
+        // The wording around the route differs (v1.1.1 prints the
+        // destination as a Go struct); the kernel's refusal is the same.
+        let errno = |e: &Value| {
+            let msg = e["msg"].as_str().unwrap().to_string();
+            assert!(
+                msg.starts_with("failed to add route '")
+                    && msg.contains(&format!(" via {gw} dev eth0")),
+                "{e}"
+            );
+            msg.rsplit(": ").next().unwrap().to_string()
+        };
+        assert_eq!(errno(&ours), errno(&theirs));
+        assert!(is_empty(&co));
+    }
+}

@@ -269,8 +269,7 @@ fn static_ipam_addresses_and_missing_gateway() {
     ]));
     h.add(&conf, "c4", &c4);
     for src in ["10.240.38.8", "10.240.38.9"] {
-        let out = c4.exec_output(&["ping", "-c1", "-W1", "-I", src, "10.240.38.5"]);
-        assert!(out.status.success(), "from {src}");
+        assert!(ping_with(&c4, &["-I", src], "10.240.38.5"), "from {src}");
     }
     h.del(&conf, "c4", c4.path());
 

@@ -11,29 +11,41 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use testsupport::{PluginHost, TestNetns};
+use testsupport::{PluginHost, TestNetns, retry};
 
 const OUTSIDE: &str = "10.250.0.2";
 
-/// Send a datagram from `c` to `out`; returns the source address `out`
-/// saw and whether `out`'s answer came back to `c`.
-fn exchange(c: &TestNetns, out: &TestNetns) -> (IpAddr, bool) {
-    let wait = Some(Duration::from_secs(2));
+/// Send datagrams from `c` to `out` until one arrives; returns the source
+/// address `out` saw and whether `out`'s answer came back to `c`. When
+/// `answer_expected`, answers are sent until one comes back (or the
+/// tests' deadline passes); otherwise one answer is given a second.
+fn exchange(c: &TestNetns, out: &TestNetns, answer_expected: bool) -> (IpAddr, bool) {
+    let tick = Some(Duration::from_secs(1));
     let server = out.enter(|| UdpSocket::bind((OUTSIDE, 0))).unwrap();
-    server.set_read_timeout(wait).unwrap();
+    server.set_read_timeout(tick).unwrap();
     let port = server.local_addr().unwrap().port();
     let client = c.enter(|| UdpSocket::bind(("0.0.0.0", 0))).unwrap();
-    client.set_read_timeout(wait).unwrap();
-    client.send_to(b"ping", (OUTSIDE, port)).unwrap();
+    client.set_read_timeout(tick).unwrap();
     let mut buf = [0u8; 16];
-    let (_, peer) = server
-        .recv_from(&mut buf)
-        .expect("datagram reaches outside");
-    // Without masquerade the answer has no route back, and may fail here.
-    let _ = server.send_to(b"pong", peer);
-    let answered = client
-        .recv_from(&mut buf)
-        .is_ok_and(|(n, _)| &buf[..n] == b"pong");
+    let mut peer = None;
+    retry(|| {
+        client.send_to(b"ping", (OUTSIDE, port)).unwrap();
+        peer = server.recv_from(&mut buf).ok().map(|(_, p)| p);
+        peer.is_some()
+    });
+    let peer = peer.expect("a datagram reaches outside");
+    let mut answer = || {
+        // Without masquerade the answer has no route back, and may fail here.
+        let _ = server.send_to(b"pong", peer);
+        client
+            .recv_from(&mut buf)
+            .is_ok_and(|(n, _)| &buf[..n] == b"pong")
+    };
+    let answered = if answer_expected {
+        retry(answer)
+    } else {
+        answer()
+    };
     (peer.ip(), answered)
 }
 
@@ -51,7 +63,7 @@ fn outside_sees_the_host(backend: &str, subnet: &str) {
     let conf = masq_conf(&h, subnet, Some(backend));
     let c = TestNetns::new("mqc");
     let r = h.add(&conf, "c1", &c);
-    let (peer, answered) = exchange(&c, &out);
+    let (peer, answered) = exchange(&c, &out, true);
     assert_eq!(peer, "10.250.0.1".parse::<IpAddr>().unwrap());
     assert!(answered, "the answer comes back through the host");
     let rules = rules_of(&h, "c1");
@@ -88,7 +100,7 @@ fn without_masquerade_outside_sees_the_container() {
     let conf = conf(&h, "1.0.0", &["10.240.48.0/24"], json!({}));
     let c = TestNetns::new("nmc");
     let r = h.add(&conf, "c1", &c);
-    let (peer, answered) = exchange(&c, &out);
+    let (peer, answered) = exchange(&c, &out, false);
     assert_eq!(peer.to_string(), ip_of(&r, false));
     assert!(!answered);
     h.del(&conf, "c1", c.path());

@@ -30,6 +30,38 @@ impl Drop for Dir {
     }
 }
 
+/// How long a test waits for what should happen at once (a watchdog on a
+/// call that would otherwise hang); only ever spent when it does not.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// `f`'s value, or a panic naming `what` when it does not return within
+/// [`DEADLINE`] (it is left running, and the test fails).
+fn within_deadline<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(DEADLINE)
+        .unwrap_or_else(|_| panic!("{what} did not return within {DEADLINE:?}"))
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet), within
+/// [`DEADLINE`].
+fn gone_within_deadline(pid: i32) -> bool {
+    let t0 = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+        if matches!(state, None | Some('Z' | 'X')) {
+            return true;
+        }
+        if t0.elapsed() > DEADLINE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn sh(script: &str) -> Command {
     let mut c = Command::new("/bin/sh");
     c.args(["-c", script]);
@@ -158,36 +190,43 @@ fn text_file_busy_is_retried_with_a_fresh_process() {
         e.to_string().ends_with("text file busy (after 2 attempts)"),
         "{e}"
     );
+    // Closed a little later: the first attempts meet ETXTBSY (on an idle
+    // machine; a busy one may close it first), and the retries last as
+    // long as any test waits, so they outlast a late close.
     let closer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(250));
         drop(writer);
     });
+    let attempts = (DEADLINE.as_millis() / 50) as u32;
     let out = Command::new(&p)
-        .retry_busy(40, Duration::from_millis(50))
+        .retry_busy(attempts, Duration::from_millis(50))
         .run()
         .unwrap();
     closer.join().unwrap();
     assert_eq!(out.stdout, b"ok\n");
 }
 
+/// The timeout kills the program's whole group, also a grandchild that
+/// holds the pipes (a call that waited for it would never return), and
+/// keeps what was printed before. Nothing here is timed: the program would
+/// run for an hour, so returning at all is the timeout's doing. The
+/// timeout is long enough for the shell to print first, however busy the
+/// machine.
 #[test]
 fn timeout_kills_the_process_group_and_keeps_what_was_printed() {
     let d = Dir::new("timeout");
-    let marker = d.0.join("grandchild-alive");
-    let start = Instant::now();
-    let e = sh(&format!(
-        "echo early; echo warn >&2; (sleep 1; touch {}) & sleep 5",
-        marker.display()
-    ))
-    .own_process_group()
-    .timeout(Duration::from_millis(300))
-    .run()
-    .unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
+    let pidfile = d.0.join("grandchild");
+    let script = format!(
+        "sleep 3600 & echo $! >{}; echo early; echo warn >&2; exec sleep 3600",
+        pidfile.display()
     );
+    let e = within_deadline("run with a timeout", move || {
+        sh(&script)
+            .own_process_group()
+            .timeout(Duration::from_secs(5))
+            .run()
+            .unwrap_err()
+    });
     match e {
         Error::TimedOut {
             after,
@@ -195,7 +234,7 @@ fn timeout_kills_the_process_group_and_keeps_what_was_printed() {
             stderr,
             ..
         } => {
-            assert_eq!(after, Duration::from_millis(300));
+            assert_eq!(after, Duration::from_secs(5));
             assert_eq!(
                 (stdout.as_slice(), stderr.as_slice()),
                 (&b"early\n"[..], &b"warn\n"[..])
@@ -203,36 +242,42 @@ fn timeout_kills_the_process_group_and_keeps_what_was_printed() {
         }
         other => panic!("{other:?}"),
     }
-    std::thread::sleep(Duration::from_millis(1200));
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(
-        !marker.exists(),
+        gone_within_deadline(pid),
         "a process of the group survived the timeout"
     );
 }
 
 #[test]
 fn timeout_applies_to_a_program_that_closes_its_pipes_but_keeps_running() {
-    let start = Instant::now();
-    let e = sh("exec >/dev/null 2>&1 </dev/null; sleep 5")
-        .timeout(Duration::from_millis(200))
-        .run()
-        .unwrap_err();
+    let e = within_deadline("run with a timeout", || {
+        sh("exec >/dev/null 2>&1 </dev/null; exec sleep 3600")
+            .timeout(Duration::from_millis(200))
+            .run()
+            .unwrap_err()
+    });
     assert!(matches!(e, Error::TimedOut { .. }), "{e:?}");
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
+/// `start` returns while the program runs (it goes on only once the test
+/// creates a file after `start` returned), and `wait` waits for its end.
 #[test]
 fn start_returns_while_the_program_runs() {
-    let start = Instant::now();
-    let running = sh("cat; sleep 0.3; echo done").stdin("x").start().unwrap();
+    let d = Dir::new("start");
+    let go_on = d.0.join("go-on");
+    let script = format!(
+        "cat; while [ ! -e {} ]; do sleep 0.01; done; echo done",
+        go_on.display()
+    );
+    let running = within_deadline("start", move || sh(&script).stdin("x").start().unwrap());
     assert!(running.id() > 0);
-    assert!(start.elapsed() < Duration::from_millis(250), "start waited");
-    let out = running.wait().unwrap();
-    assert!(start.elapsed() >= Duration::from_millis(300));
+    std::fs::write(&go_on, "").unwrap();
+    let out = within_deadline("wait", move || running.wait().unwrap());
     assert_eq!(out.stdout, b"xdone\n");
 }
 
@@ -263,28 +308,31 @@ fn wait_or_leave_stops_when_the_watch_says_done() {
     let count = dir.0.join("count");
     // The program counts its stdin into a file and stays. The watch says
     // done while most of stdin is still to be written: it is written first.
-    let run = sh("wc -c >\"$F\"; exec sleep 30")
+    let run = sh("wc -c >\"$F\"; exec sleep 3600")
         .env("F", &count)
         .stdin(vec![b'x'; 256 << 10])
         .start()
         .unwrap();
-    let mut calls = 0;
-    let t0 = Instant::now();
     std::io::Write::write_all(&mut w, b"!").unwrap();
-    let fin = run
-        .wait_or_leave(r.as_fd(), || {
-            calls += 1;
-            let _ = std::io::Read::read(&mut &r, &mut [0u8; 8]);
-            Watch::Done
-        })
-        .unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(10));
+    // Waiting for the exit would take an hour: returning is the proof.
+    let (fin, calls) = within_deadline("wait_or_leave", move || {
+        let mut calls = 0;
+        let fin = run
+            .wait_or_leave(r.as_fd(), || {
+                calls += 1;
+                let _ = std::io::Read::read(&mut &r, &mut [0u8; 8]);
+                Watch::Done
+            })
+            .unwrap();
+        (fin, calls)
+    });
     assert_eq!(calls, 1);
     let Finish::Left(left) = fin else {
         panic!("not left running: {fin:?}")
     };
     let read = || std::fs::read_to_string(&count).unwrap_or_default();
-    while read().trim().is_empty() && t0.elapsed() < Duration::from_secs(10) {
+    let t0 = Instant::now();
+    while read().trim().is_empty() && t0.elapsed() < DEADLINE {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(read().trim(), (256 << 10).to_string());

@@ -66,9 +66,11 @@ pub fn spawn(bin: &Path, cmd: &str, id: &str, stdin: &str) -> Child {
     child
 }
 
-/// Like [`run`], but a call still running after `bound` is killed and
-/// fails the test, so that a hang cannot hang the test run.
-pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration) -> PluginRun {
+/// Like [`run`], but a call still running after the tests' deadline
+/// ([`testsupport::deadline`]) is killed and fails the test, so that a
+/// hang cannot hang the test run.
+pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str) -> PluginRun {
+    let bound = testsupport::deadline();
     let mut child = spawn(bin, cmd, id, stdin);
     let deadline = Instant::now() + bound;
     let status = loop {

@@ -259,19 +259,21 @@ fn open(ns: &TestNetns) -> File {
 }
 
 /// Send `bytes` over TCP from namespace `from` to `to_ip` in namespace
-/// `to`, and return how long the receiver took from accepting the
-/// connection to the end of the data. Sockets keep the namespace they were
-/// made in, so only their creation runs switched. Never hangs: every step
-/// has a timeout.
+/// `to`, and return how long it took from before the connection was made
+/// to the receiver's end of the data: never less than the wire needed,
+/// whenever the receiving thread got to run. Sockets keep the namespace
+/// they were made in, so only their creation runs switched. Never hangs:
+/// every step has a timeout.
 pub fn transfer(from: &TestNetns, to: &TestNetns, to_ip: Ipv4Addr, bytes: usize) -> Duration {
     let listener = cni_net::netns::run(&open(to), || TcpListener::bind((to_ip, 0)))
         .unwrap()
         .unwrap();
     let port = listener.local_addr().unwrap().port();
+    let wait = testsupport::deadline();
+    let start = Instant::now();
     let receiver = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let start = Instant::now();
+        s.set_read_timeout(Some(wait)).unwrap();
         let mut got = 0;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -283,17 +285,26 @@ pub fn transfer(from: &TestNetns, to: &TestNetns, to_ip: Ipv4Addr, bytes: usize)
         (got, start.elapsed())
     });
     let addr = SocketAddr::from((to_ip, port));
-    let mut stream = cni_net::netns::run(&open(from), || {
-        TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-    })
-    .unwrap()
-    .unwrap();
-    stream
-        .set_write_timeout(Some(Duration::from_secs(30)))
+    let mut stream = cni_net::netns::run(&open(from), || TcpStream::connect_timeout(&addr, wait))
+        .unwrap()
         .unwrap();
+    stream.set_write_timeout(Some(wait)).unwrap();
     stream.write_all(&vec![0x5a; bytes]).unwrap();
     stream.shutdown(std::net::Shutdown::Write).unwrap();
     let (got, took) = receiver.join().unwrap();
     assert_eq!(got, bytes);
     took
+}
+
+/// The kernel's counters of the tbf qdisc on `dev` in the host namespace:
+/// bytes it sent, and how often it held a packet back for want of tokens
+/// (`overlimits`).
+pub fn tbf_counters(pod: &Pod, dev: &str) -> (u64, u64) {
+    let out = tc_json(&pod.host, &["-s", "qdisc", "show", "dev", dev]);
+    let tbf = out
+        .iter()
+        .find(|q| q["kind"] == "tbf")
+        .unwrap_or_else(|| panic!("no tbf on {dev}: {out:?}"));
+    let n = |k: &str| tbf[k].as_u64().unwrap_or_else(|| panic!("{k} of {tbf}"));
+    (n("bytes"), n("overlimits"))
 }

@@ -11,7 +11,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 use testsupport::unique_name;
 #[allow(unused_imports)]
-pub use testsupport::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};
+pub use testsupport::{
+    PluginHost, eventually, has_link, ip_of, links, ping, ping_unanswered, ping_with, with_prev,
+};
 
 /// A [`PluginHost`] running bridge, with a bridge name of its own.
 pub struct Host {

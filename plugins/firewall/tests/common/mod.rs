@@ -12,7 +12,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 #[allow(unused_imports)]
-pub use testsupport::{PluginHost, PluginRun, TempDir, TestNetns, ip_of, ping, with_prev};
+pub use testsupport::{
+    PluginHost, PluginRun, TempDir, TestNetns, ip_of, ping, ping_unanswered, with_prev,
+};
 
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_firewall"))

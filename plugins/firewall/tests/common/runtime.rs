@@ -5,7 +5,7 @@
 //! portmap and firewall rules, records).
 
 use serde_json::json;
-use testsupport::traffic::{Server, tcp_ask};
+use testsupport::traffic::{Server, tcp_ask, tcp_ask_once};
 use testsupport::{TempDir, ip_of, ping, unique_name};
 
 use super::chain::Chain;
@@ -52,7 +52,7 @@ pub fn end_to_end(tag: &str, fixture: &str) {
     chain.cnitool("check", &b, &json!({}));
     chain.cnitool("del", &a, &caps);
     chain.cnitool("del", &b, &json!({}));
-    assert!(tcp_ask(&chain.lab.outside, host_port).is_none());
+    assert!(tcp_ask_once(&chain.lab.outside, host_port).is_none());
     assert_eq!(chain.links_but(&[&bridge]), Vec::<String>::new());
     assert!(chain.leases().is_empty(), "{:?}", chain.leases());
     assert!(chain.rules().is_empty(), "{:?}", chain.rules());

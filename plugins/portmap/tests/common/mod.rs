@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use testsupport::traffic::{Answer, tcp_ask, udp_ask};
+use testsupport::traffic::{Answer, tcp_ask, tcp_ask_once, udp_ask, udp_ask_once};
 #[allow(unused_imports)]
 pub use testsupport::{PluginHost, PluginRun, TempDir, TestNetns, with_prev};
 
@@ -138,7 +138,8 @@ pub fn sock(ip: &str, port: u16) -> SocketAddr {
     SocketAddr::new(ip.parse().unwrap(), port)
 }
 
-/// The tag of the server that answered over `proto` from `ns`, if any.
+/// The tag of the server that answered over `proto` from `ns`, asked
+/// until one does (within the tests' deadline), if any.
 pub fn ask(proto: &str, ns: &TestNetns, to: SocketAddr) -> Option<Answer> {
     match proto {
         "tcp" => tcp_ask(ns, to),
@@ -148,6 +149,15 @@ pub fn ask(proto: &str, ns: &TestNetns, to: SocketAddr) -> Option<Answer> {
 
 pub fn tag(proto: &str, ns: &TestNetns, to: SocketAddr) -> Option<String> {
     ask(proto, ns, to).map(|a| a.tag)
+}
+
+/// Whether one request over `proto` from `ns` goes unanswered: traffic
+/// that must not pass (see [`testsupport::traffic::tcp_ask_once`]).
+pub fn silent(proto: &str, ns: &TestNetns, to: SocketAddr) -> bool {
+    match proto {
+        "tcp" => tcp_ask_once(ns, to).is_none(),
+        _ => udp_ask_once(ns, 0, to).is_none(),
+    }
 }
 
 /// tcp and udp mappings of `host_port` to port 80 (optionally on `host_ip`).

@@ -9,7 +9,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 use testsupport::TestNetns;
 #[allow(unused_imports)]
-pub use testsupport::{PluginHost, eventually, has_link, ip_of, links, ping, with_prev};
+pub use testsupport::{
+    PluginHost, eventually, has_link, ip_of, links, ping, ping_unanswered, ping_with, with_prev,
+};
 
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_ptp"))

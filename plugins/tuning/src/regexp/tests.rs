@@ -138,12 +138,13 @@ fn huge_expansions_are_refused_and_matching_stays_linear() {
         Regex::new("((a{1000}){1000}){1000}").unwrap_err(),
         Error::Syntax("expression too large".into())
     );
-    // Catastrophic for a backtracker; linear here.
+    // Catastrophic for a backtracker (it would not finish in a lifetime);
+    // linear here, so it returns well within the tests' deadline, however
+    // busy the machine. No time is asserted.
     let re = Regex::new("^(a*)*(a*)*(a*)*b$").unwrap();
     let text = "a".repeat(5000);
-    let start = std::time::Instant::now();
-    assert!(!re.is_match(&text));
-    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    let matched = testsupport::within_deadline("matching", move || re.is_match(&text));
+    assert!(!matched);
 }
 
 /// Patterns of the supported subset.
