@@ -27,6 +27,18 @@ cargo=$(find_cargo)
 passed=0 failed=0
 ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$*"; }
 fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$*"; }
+# until COMMAND...: polls the command every 0.1 s until it succeeds, for at
+# most $CNIRS_TEST_DEADLINE seconds (default 60, the tests' shared
+# deadline: generous, so a busy machine does not fail it); false after.
+export CNIRS_TEST_DEADLINE=${CNIRS_TEST_DEADLINE:-60}
+until_ok() {
+    local end=$((SECONDS + CNIRS_TEST_DEADLINE))
+    until "$@"; do
+        [ "$SECONDS" -lt "$end" ] || { echo "gave up after ${CNIRS_TEST_DEADLINE}s: $*" >&2; return 1; }
+        sleep 0.1
+    done
+}
+export -f until_ok
 # check NAME COMMAND...: runs the command, counts it.
 check() {
     local name=$1 out
@@ -141,7 +153,8 @@ mkfifo "$tmp/stdin"
 CNI_COMMAND=STATUS CNI_PATH=/nonexistent "$h/loopback" <"$tmp/stdin" >"$tmp/running.out" 2>&1 &
 running=$!
 exec {hold}>"$tmp/stdin"
-for _ in $(seq 300); do [ "$(readlink "/proc/$running/exe")" = "$h/loopback" ] && break; sleep 0.1; done
+runs_old() { [ "$(readlink "/proc/$running/exe")" = "$h/loopback" ]; }
+until_ok runs_old || true
 was=$(readlink "/proc/$running/exe")
 out=$(podman_run -v "$h:/host/opt/cni/bin" "$image" 2>&1 || true)
 gone=$(readlink "/proc/$running/exe")
@@ -179,7 +192,8 @@ check "image: another suite's binaries backed up, not with --force" bash -c '
 # SIGTERM (a signal with the default action would be dropped for PID 1).
 check "image: the sleeping container exits 0 on SIGTERM" bash -c '
     id=$(podman_run --keep -d --entrypoint /opt/cni/bin/cni-plugins "$1" sleep) || exit 1
-    for _ in $(seq 100); do podman logs "$id" 2>&1 | grep -q "sleeping until SIGTERM" && break; sleep 0.1; done
+    says_it_sleeps() { podman logs "$1" 2>&1 | grep -q "sleeping until SIGTERM"; }
+    until_ok says_it_sleeps "$id" || true
     podman stop -t 120 "$id" >/dev/null
     code=$(podman inspect --format "{{.State.ExitCode}}" "$id")
     podman logs "$id"; podman rm -f "$id" >/dev/null
@@ -192,7 +206,8 @@ printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "
 containerd --config "$ctrd/config.toml" >"$ctrd/log" 2>&1 &
 ctrd_pid=$!
 check "ctr images import: the index, every platform" bash -c '
-    for _ in $(seq 300); do [ -S "$1/sock" ] && ctr -a "$1/sock" version >/dev/null 2>&1 && break; sleep 0.1; done
+    answers() { [ -S "$1/sock" ] && ctr -a "$1/sock" version >/dev/null 2>&1; }
+    until_ok answers "$1" || exit 1
     ctr -a "$1/sock" -n k8s.io images import --all-platforms "$2" || exit 1
     ls=$(ctr -a "$1/sock" -n k8s.io images ls) || exit 1
     echo "$ls"
