@@ -1,0 +1,330 @@
+//! Whether this process may leave a child process behind when it exits,
+//! for another process to reap: the one place that decides it.
+//!
+//! A few steps of a call only wait for the kernel (a link deletion's RCU
+//! barrier, the release of a netfilter socket, `iptables-restore` exiting
+//! after its commit). They can be left to a child process that ends on
+//! its own after the plugin has returned (`cni-net`'s detached requests,
+//! [`crate::exec::Running::wait_or_leave`]). When the plugin exits, such a
+//! child is re-parented to the nearest child subreaper or to the PID 1 of
+//! its PID namespace, and stays a zombie, holding a PID, until that
+//! process reaps it. Where nobody does (a runtime in a container whose
+//! PID 1 never calls `wait`), every call would leave zombies until PIDs
+//! run out. Waiting is always correct; leaving is faster where a reaper
+//! exists. So a child is left only when:
+//!
+//! 1. **PID 1 may reap.** Our namespace's PID 1 catches, ignores (the
+//!    kernel then reaps for it) or blocks `SIGCHLD` (a `sigwait` or
+//!    `signalfd` loop, as systemd, tini and dumb-init do), as its
+//!    `/proc/<pid>/status` masks tell. With the default disposition,
+//!    unblocked, it cannot be waiting for orphans. A subreaper cannot be
+//!    seen from outside: [`VAR`]`=reaped` declares that orphans are reaped
+//!    here (a runtime that is a reaping subreaper), `wait` forbids leaving
+//!    any child.
+//! 2. **No harm is measured.** A PID 1 that catches `SIGCHLD` and still
+//!    never reaps (a Go program as PID 1) passes the first test. Zombies
+//!    are still charged to their cgroup's `pids.current` but are no longer
+//!    listed in its tasks (`cgroup.threads`, v2; `tasks`, v1), so the
+//!    difference in this process's own cgroup (and its descendants) counts
+//!    the tasks that exited and were not reaped. Above [`ZOMBIES_MAX`], or
+//!    with fewer than [`HEADROOM_MIN`] PIDs left under `pids.max`, nothing
+//!    is left: the number of zombies stays bounded whoever PID 1 is. Where
+//!    it cannot be read (no pids controller, the root cgroup), the first
+//!    test alone decides.
+//!
+//! Decided once per process, on first use (about 40 µs: a few small
+//! `/proc` and cgroup files).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Overrides the first test: `reaped` (orphans are reaped here, by a
+/// subreaper PID 1 cannot show), `wait` (never leave a child). Unset or
+/// anything else: decide.
+pub const VAR: &str = "CNI_RS_ORPHANS";
+
+/// More tasks that exited and were not reaped than this in our cgroup:
+/// leave nothing more.
+pub const ZOMBIES_MAX: u64 = 16;
+
+/// Fewer PIDs than this left under `pids.max`: leave nothing.
+pub const HEADROOM_MIN: u64 = 16;
+
+/// `SIGCHLD`'s bit in the signal masks of `/proc/<pid>/status`.
+const SIGCHLD_BIT: u64 = 1 << (17 - 1);
+
+/// At most this many cgroups are counted (ours and its descendants);
+/// beyond, the measure is given up.
+const CGROUPS_MAX: usize = 64;
+
+static DECISION: OnceLock<bool> = OnceLock::new();
+
+/// Whether a child left running when this process exits will be reaped.
+pub fn reaped() -> bool {
+    *DECISION.get_or_init(|| decide(std::env::var(VAR).ok().as_deref()))
+}
+
+/// Settle the decision for this process before anything asks (tests of
+/// one mode, a program embedding the plugins). `false` when it was
+/// already decided otherwise.
+pub fn assume(reaped: bool) -> bool {
+    *DECISION.get_or_init(|| reaped) == reaped
+}
+
+/// The decision, with [`VAR`] set to `var`.
+fn decide(var: Option<&str>) -> bool {
+    let init = match var {
+        Some("wait") => return false,
+        Some("reaped") => true,
+        _ => init_status().is_some_and(|s| may_reap(&s)),
+    };
+    init && !cgroup_harm().unwrap_or(false)
+}
+
+/// What the decision found, for tests and for people: PID 1's verdict,
+/// the zombies counted and the PIDs left (when readable), the decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub init_may_reap: Option<bool>,
+    pub zombies: Option<u64>,
+    pub headroom: Option<u64>,
+    pub reaped: bool,
+}
+
+/// Look again, without caching (the decision of [`reaped`] is unchanged).
+pub fn report() -> Report {
+    let count = pids_count();
+    Report {
+        init_may_reap: init_status().map(|s| may_reap(&s)),
+        zombies: count.as_ref().map(|c| c.zombies()),
+        headroom: count.as_ref().and_then(|c| c.headroom()),
+        reaped: decide(std::env::var(VAR).ok().as_deref()),
+    }
+}
+
+/// `/proc/<pid>/status` of our PID namespace's PID 1.
+fn init_status() -> Option<String> {
+    read(&init_proc_dir()?.join("status"))
+}
+
+/// A small `/proc` or cgroup file, read in one go: such files report no
+/// size, and reading them in growing pieces costs a system call each.
+fn read(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).ok()
+}
+
+/// Our PID 1's directory in `/proc`, by the number `/proc`'s namespace
+/// gives it (not `/proc/1` when our namespace was made without mounting
+/// its own `/proc`): read from the `fdinfo` of a pidfd of our PID 1.
+/// Without pidfds (before Linux 5.3), `/proc/1` if it is in our
+/// namespace. `None` when it cannot be found.
+fn init_proc_dir() -> Option<PathBuf> {
+    use nix::libc;
+    // SAFETY: pidfd_open takes a PID and flags and returns a new
+    // descriptor or -1; no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, 1, 0) };
+    let Ok(fd) = i32::try_from(fd).map_err(drop).and_then(|fd| match fd {
+        0.. => Ok(fd),
+        _ => Err(()),
+    }) else {
+        let ours = fs::read_link("/proc/self/ns/pid").ok()?;
+        return (fs::read_link("/proc/1/ns/pid").ok()? == ours).then(|| PathBuf::from("/proc/1"));
+    };
+    // SAFETY: `fd` was just returned to us and is owned by nothing else.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let info = read(Path::new(&format!(
+        "/proc/self/fdinfo/{}",
+        std::os::fd::AsRawFd::as_raw_fd(&fd)
+    )))?;
+    // "Pid:" is in the numbering of /proc's namespace (0: not seen there).
+    let pid: u32 = field(&info, "Pid:")?.parse().ok()?;
+    (pid > 0).then(|| PathBuf::from(format!("/proc/{pid}")))
+}
+
+/// The value of the `name` line of a `/proc` status-like text.
+fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+}
+
+/// Whether the process of `status` (a `/proc/<pid>/status`) catches,
+/// ignores or blocks `SIGCHLD`.
+fn may_reap(status: &str) -> bool {
+    ["SigBlk:", "SigIgn:", "SigCgt:"].iter().any(|name| {
+        field(status, name)
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .is_some_and(|mask| mask & SIGCHLD_BIT != 0)
+    })
+}
+
+/// Whether leaving a child would do harm here: too many tasks exited and
+/// unreaped in our cgroup, or too few PIDs left; `None` when unreadable.
+fn cgroup_harm() -> Option<bool> {
+    let c = pids_count()?;
+    Some(c.zombies() > ZOMBIES_MAX || c.headroom().is_some_and(|h| h < HEADROOM_MIN))
+}
+
+/// The pids controller's view of our cgroup, and the tasks alive in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PidsCount {
+    current: u64,
+    max: Option<u64>,
+    live: u64,
+}
+
+impl PidsCount {
+    /// Tasks charged to the cgroup that are not alive: exited, unreaped.
+    fn zombies(&self) -> u64 {
+        self.current.saturating_sub(self.live)
+    }
+
+    fn headroom(&self) -> Option<u64> {
+        self.max.map(|m| m.saturating_sub(self.current))
+    }
+}
+
+/// Read our cgroup's pids counters and count its live tasks.
+fn pids_count() -> Option<PidsCount> {
+    let (dir, tasks) = pids_dir(&read(Path::new("/proc/self/cgroup"))?)?;
+    let current = read_u64(&dir.join("pids.current"))?;
+    let max = match read(&dir.join("pids.max"))?.trim() {
+        "max" => None,
+        n => Some(n.parse().ok()?),
+    };
+    let live = live_tasks(&dir, tasks)?;
+    Some(PidsCount { current, max, live })
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    read(path)?.trim().parse().ok()
+}
+
+/// The directory of our cgroup that has `pids.current`, and the name of
+/// the file listing its live tasks there, from `/proc/self/cgroup`: the
+/// v1 hierarchy holding `pids` (mounted under its controllers' names, as
+/// systemd and Docker do), else the v2 one (`/sys/fs/cgroup`, or its
+/// `unified` directory in the hybrid layout).
+fn pids_dir(self_cgroup: &str) -> Option<(PathBuf, &'static str)> {
+    let base = Path::new("/sys/fs/cgroup");
+    let mut candidates = Vec::new();
+    for line in self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "pids") {
+            candidates.insert(0, (base.join(controllers).join(rel), "tasks"));
+        } else if controllers.is_empty() {
+            candidates.push((base.join(rel), "cgroup.threads"));
+            candidates.push((base.join("unified").join(rel), "cgroup.threads"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|(dir, _)| dir.join("pids.current").is_file())
+}
+
+/// The tasks listed in `dir`'s `tasks` file and in its descendants'
+/// (`pids.current` counts the whole subtree); `None` past
+/// [`CGROUPS_MAX`] cgroups or when a list cannot be read.
+fn live_tasks(dir: &Path, tasks: &str) -> Option<u64> {
+    let mut todo = vec![dir.to_path_buf()];
+    let mut seen = 0;
+    let mut live = 0;
+    while let Some(d) = todo.pop() {
+        seen += 1;
+        if seen > CGROUPS_MAX {
+            return None;
+        }
+        let list = read(&d.join(tasks))?;
+        live += list.lines().count() as u64;
+        for entry in fs::read_dir(&d).ok()?.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(entry.path());
+            }
+        }
+    }
+    Some(live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(blk: &str, ign: &str, cgt: &str) -> String {
+        format!(
+            "Name:\tinit\nSigQ:\t0/1\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n\
+             SigBlk:\t{blk}\nSigIgn:\t{ign}\nSigCgt:\t{cgt}\nCapInh:\t0000000000000000\n"
+        )
+    }
+
+    #[test]
+    fn sigchld_caught_ignored_or_blocked_may_reap() {
+        let none = "0000000000000000";
+        let chld = "0000000000010000";
+        // This sandbox's PID 1: SIGPIPE ignored, SIGILL.. SIGSEGV caught.
+        assert!(!may_reap(&status(
+            none,
+            "0000000000001000",
+            "00000000000004e8"
+        )));
+        assert!(may_reap(&status(chld, none, none)));
+        assert!(may_reap(&status(none, chld, none)));
+        assert!(may_reap(&status(none, none, "fffffffe7ffbfeff")));
+        // Blocked among others (a signalfd or sigwait loop).
+        assert!(may_reap(&status("0000000000014002", none, none)));
+        assert!(!may_reap(&status(none, none, "fffffffffffeffff")));
+        assert!(!may_reap("Name:\tx\n"));
+    }
+
+    #[test]
+    fn pids_cgroup_found_in_v1_and_v2_layouts() {
+        // Paths that do not exist here are never chosen.
+        assert_eq!(pids_dir("12:pids:/cnirs-nonexistent\n0::/\n"), {
+            let v2 = Path::new("/sys/fs/cgroup/pids.current").is_file();
+            v2.then(|| (PathBuf::from("/sys/fs/cgroup/"), "cgroup.threads"))
+        });
+        assert_eq!(pids_dir("garbage"), None);
+        assert_eq!(pids_dir(""), None);
+    }
+
+    #[test]
+    fn zombies_are_charged_minus_live() {
+        let c = PidsCount {
+            current: 30,
+            max: Some(40),
+            live: 10,
+        };
+        assert_eq!((c.zombies(), c.headroom()), (20, Some(10)));
+        let racing = PidsCount {
+            current: 3,
+            max: None,
+            live: 5,
+        };
+        assert_eq!((racing.zombies(), racing.headroom()), (0, None));
+    }
+
+    #[test]
+    fn overrides() {
+        assert!(!decide(Some("wait")));
+        // `reaped` skips PID 1's test, not the cgroup's.
+        assert_eq!(decide(Some("reaped")), !cgroup_harm().unwrap_or(false));
+    }
+}
