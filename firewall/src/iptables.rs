@@ -126,8 +126,10 @@ pub fn start_restore(family: Family, batch: &Batch) -> Result<Option<Restore>> {
     let tool = family.restore_tool();
     // Subscribed before the tool starts, so that none of its commits can
     // come first; adds gain nothing from it (the tool's exit does not wait
-    // for them).
-    let watch = batch.removes().then(CommitWatch::open).and_then(|w| w.ok());
+    // for them), nor does a process that may not leave the tool running.
+    let watch = (batch.removes() && skel::orphans::reaped())
+        .then(CommitWatch::open)
+        .and_then(|w| w.ok());
     let run = Command::new(tool)
         .args(["-w", "--noflush"])
         .stdin(batch.text())

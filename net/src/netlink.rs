@@ -507,12 +507,12 @@ impl Netlink {
 /// waits out a grace period on its own: the kernel waits for the cleanup
 /// with the namespace's nf_tables commit mutex held, which every link
 /// deletion there needs too (measured: a bridge DEL right after an ADD
-/// with masquerade took 10 ms longer without it).
+/// with masquerade took 10 ms longer without it). Where no one would reap
+/// the child ([`skel::orphans`]), the socket is closed here, waiting.
 impl Drop for Netlink {
     fn drop(&mut self) {
         if let Some(conn) = self.netfilter.take() {
-            // The child is reaped by whoever inherits it when we exit.
-            let _ = conn.release_detached();
+            conn.release();
         }
     }
 }
@@ -521,6 +521,15 @@ impl Drop for Netlink {
 const DRAIN_DATAGRAMS: usize = 256;
 
 impl Conn {
+    /// Close this socket: its final release left to a child process that
+    /// whoever inherits it when we exit reaps ([`Conn::release_detached`])
+    /// when [`skel::orphans::reaped`], else here.
+    pub(crate) fn release(self) {
+        if skel::orphans::reaped() {
+            let _ = self.release_detached();
+        }
+    }
+
     /// Close this socket, its final release done by a child process (see
     /// [`Netlink`]'s `Drop`), whose pid is returned. Without a pipe or a
     /// child, the socket is closed here.
