@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub mod firewalld;
 mod host;
 pub mod orphans;
+pub mod planted;
 pub mod seccomp;
 pub mod strace;
 pub mod traffic;
