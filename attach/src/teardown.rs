@@ -12,21 +12,44 @@ use crate::error::Error;
 /// of a veth deletion, is left to a child process
 /// ([`Netlink::delete_link_detached`]).
 pub fn delete_link(ns: &std::fs::File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
+    delete_link_among(ns, ifname, false).map(|(addrs, _)| addrs)
+}
+
+/// [`delete_link`], also returning the global addresses of the
+/// namespace's other links when `others` (the container's other
+/// attachments, whose firewall rules must stay), from the same dump.
+pub fn delete_link_among(
+    ns: &std::fs::File,
+    ifname: &str,
+    others: bool,
+) -> Result<(Vec<IpNetwork>, Vec<IpNetwork>), Error> {
     let cont = Netlink::in_netns(ns)?;
     let Some(link) = cont.find_link(ifname)? else {
-        return Ok(Vec::new());
+        let all = match others {
+            true => global(cont.addrs(None)?),
+            false => Vec::new(),
+        };
+        return Ok((Vec::new(), all));
     };
-    let addrs = cont
-        .addrs(Some(&link))?
+    let (own, other): (Vec<_>, Vec<_>) = cont
+        .addrs((!others).then_some(&link))?
+        .into_iter()
+        .partition(|a| a.index == link.index);
+    let seen = (global(own), global(other));
+    match cont.delete_link_detached(&link) {
+        Ok(()) => Ok(seen),
+        Err(e) if e.is_not_found() => Ok(seen),
+        Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
+    }
+}
+
+/// The global (universe scope) addresses of `addrs`.
+fn global(addrs: Vec<cni_net::Addr>) -> Vec<IpNetwork> {
+    addrs
         .into_iter()
         .filter(|a| a.scope == 0)
         .map(|a| a.addr)
-        .collect();
-    match cont.delete_link_detached(&link) {
-        Ok(()) => Ok(addrs),
-        Err(e) if e.is_not_found() => Ok(addrs),
-        Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
-    }
+        .collect()
 }
 
 /// Addresses of `prevResult`, when the runtime sent one (0.4.0+).

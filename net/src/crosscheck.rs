@@ -466,11 +466,13 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
 /// 64-bit rate and burst), the redirect filter, listings, deletions and a
 /// veth peer lookup: every message and reply decoded independently.
 fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
-    let ifb = host.create_ifb(&unique_name("cnirsxi"), 1400).unwrap();
+    let ifb = host
+        .create_ifb(&unique_name("cnirsxi"), 1400, None)
+        .unwrap();
     host.set_up_with_alias(&ifb, Some("cni test")).unwrap();
     let ifb = host.link_by_index(ifb.index).unwrap();
     assert!(ifb.up);
-    let dev = host.create_ifb(&unique_name("cnirsxd"), 0).unwrap();
+    let dev = host.create_ifb(&unique_name("cnirsxd"), 0, None).unwrap();
     let tbf = Tbf::reference(1_000_000, 100_000, 15.625);
     host.add_qdisc(&dev, tc::ROOT, tc::handle(1, 0), &QdiscSpec::Tbf(tbf))
         .unwrap();

@@ -246,6 +246,14 @@ fn links_of(replies: Vec<Vec<u8>>) -> Vec<Link> {
     replies.iter().filter_map(|b| Link::from_body(b)).collect()
 }
 
+/// The link of a lookup's replies (`ENODEV` when there is none).
+fn first_link(replies: Vec<Vec<u8>>, op: String) -> Result<Link> {
+    links_of(replies)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::errno(op, nix::errno::Errno::ENODEV))
+}
+
 fn by_index(index: u32) -> Msg {
     Msg::new(RTM_SETLINK, 0, &ifinfo(0, index, 0, 0))
 }
@@ -562,8 +570,11 @@ impl Netlink {
     /// ifb`), down, and return it as the kernel reports it. A qdisc put on
     /// a device that is down spares the kernel waiting for the device to
     /// go quiet (`dev_deactivate`); bring it up afterwards with
-    /// [`Netlink::set_up_with_alias`]. `EEXIST` when the name is taken.
-    pub fn create_ifb(&self, name: &str, mtu: u32) -> Result<Link> {
+    /// [`Netlink::set_up_with_alias`]. With `alias`, the device has it from
+    /// its creation on, for whoever looks, even when we are killed right
+    /// after (see the body). `EEXIST` when the name is taken (its device's
+    /// alias unchanged).
+    pub fn create_ifb(&self, name: &str, mtu: u32, alias: Option<&str>) -> Result<Link> {
         let mut m = Msg::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifinfo(0, 0, 0, 0));
         m.str(IFLA_IFNAME, name);
         if mtu > 0 {
@@ -577,12 +588,45 @@ impl Netlink {
         });
         let create_op = format!("create ifb {name}");
         let find_op = format!("find link {name}");
-        let (created, found) = self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
+        let Some(alias) = alias else {
+            let (created, found) =
+                self.request_pair((&create_op, m), (&find_op, get_by_name(name)));
+            created?;
+            return first_link(found?, find_op);
+        };
+        // The kernel ignores IFLA_IFALIAS when it creates a link: it is set
+        // by name right after, in the same datagram, so that no kill can
+        // leave the device without it. Should the name be taken, the alias
+        // lands on the device that has it, and is put back as it was.
+        let mut set = Msg::new(RTM_SETLINK, 0, &ifinfo(0, 0, 0, 0));
+        set.str(IFLA_IFNAME, name).str(IFLA_IFALIAS, alias);
+        let alias_op = format!("set alias of {name}");
+        let mut answers = self
+            .pipeline(vec![
+                (&find_op, get_by_name(name)),
+                (&create_op, m),
+                (&alias_op, set),
+                (&find_op, get_by_name(name)),
+            ])
+            .into_iter();
+        let mut next = || {
+            answers
+                .next()
+                .unwrap_or_else(|| Err(Error::other("netlink", "no answer")))
+        };
+        let (before, created, aliased, found) = (next(), next(), next(), next());
+        if let (Err(e), Ok(before)) = (&created, before)
+            && let Some(old) = links_of(before).into_iter().next()
+            && old.alias.as_deref() != Some(alias)
+        {
+            let mut undo = Msg::new(RTM_SETLINK, 0, &ifinfo(0, old.index, 0, 0));
+            undo.str(IFLA_IFALIAS, old.alias.as_deref().unwrap_or(""));
+            let _ = self.set_link(&alias_op, undo);
+            return Err(e.clone());
+        }
         created?;
-        links_of(found?)
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+        aliased?;
+        first_link(found?, find_op)
     }
 
     /// Set `link` up and, when given, its alias (`IFLA_IFALIAS`, which the

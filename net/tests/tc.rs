@@ -33,7 +33,7 @@ fn tc_json(ns: &TestNetns, args: &[&str]) -> Value {
 /// `tc` configures.
 fn twins(nl: &Netlink) -> (Link, Link) {
     let up = |tag: &str| {
-        let l = nl.create_ifb(&unique_name(tag), 1500).unwrap();
+        let l = nl.create_ifb(&unique_name(tag), 1500, None).unwrap();
         nl.set_up_with_alias(&l, None).unwrap();
         l
     };
@@ -135,7 +135,7 @@ fn ingress_redirect_filter_matches_tc() {
     let ns = TestNetns::new("tcf");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let (ours, theirs) = twins(&nl);
-    let target = nl.create_ifb(&unique_name("cnirstcr"), 1500).unwrap();
+    let target = nl.create_ifb(&unique_name("cnirstcr"), 1500, None).unwrap();
     nl.add_qdisc(
         &ours,
         tc::INGRESS_PARENT,
@@ -273,7 +273,7 @@ fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     let ns = TestNetns::new("tci");
     let nl = Netlink::in_netns(&open(&ns)).unwrap();
     let name = unique_name("cnirstci");
-    let ifb = nl.create_ifb(&name, 1400).unwrap();
+    let ifb = nl.create_ifb(&name, 1400, None).unwrap();
     assert_eq!((ifb.kind.as_str(), ifb.mtu, ifb.up), ("ifb", 1400, false));
     nl.set_up_with_alias(&ifb, Some("cni test alias")).unwrap();
     let ifb = nl.link_by_index(ifb.index).unwrap();
@@ -286,17 +286,45 @@ fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     assert_eq!(qlen.trim(), "0");
     assert_eq!(j[0]["ifalias"], "cni test alias");
     assert_eq!(j[0]["linkinfo"]["info_kind"], "ifb");
-    let e = nl.create_ifb(&name, 1400).unwrap_err();
+    let e = nl.create_ifb(&name, 1400, None).unwrap_err();
     assert!(e.is_exists(), "{e}");
     assert_eq!(e.to_string(), format!("create ifb {name}: file exists"));
     assert_eq!(
         nl.link_by_name(&name).unwrap().alias.as_deref(),
         Some("cni test alias")
     );
-    let plain = nl.create_ifb(&unique_name("cnirstci"), 0).unwrap();
+    let plain = nl.create_ifb(&unique_name("cnirstci"), 0, None).unwrap();
     nl.set_up_with_alias(&plain, None).unwrap();
     let plain = nl.link_by_index(plain.index).unwrap();
     assert_eq!((plain.mtu, plain.alias, plain.up), (1500, None, true));
+}
+
+/// An IFB made with an alias has it as soon as it exists (one datagram:
+/// no kill can come between); a name already taken leaves the alias of
+/// the device that has it as it was.
+#[test]
+fn ifb_is_created_with_its_alias() {
+    let ns = TestNetns::new("tca");
+    let nl = Netlink::in_netns(&open(&ns)).unwrap();
+    let name = unique_name("cnirstca");
+    let ifb = nl
+        .create_ifb(&name, 0, Some("cni bandwidth: mine"))
+        .unwrap();
+    assert_eq!(ifb.alias.as_deref(), Some("cni bandwidth: mine"));
+    assert!(!ifb.up);
+    let e = nl
+        .create_ifb(&name, 0, Some("cni bandwidth: theirs"))
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    let now = nl.link_by_name(&name).unwrap();
+    assert_eq!(now.alias.as_deref(), Some("cni bandwidth: mine"));
+    let bare = unique_name("cnirstca");
+    ns.exec(&["ip", "link", "add", &bare, "type", "ifb"]);
+    let e = nl
+        .create_ifb(&bare, 0, Some("cni bandwidth: mine"))
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    assert_eq!(nl.link_by_name(&bare).unwrap().alias, None);
 }
 
 #[test]

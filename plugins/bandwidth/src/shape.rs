@@ -97,9 +97,18 @@ impl<'a> Undo<'a> {
     /// ifname) hashes to the same name, as does network `ab` with
     /// container `c` and network `a` with container `bc`; sharing its IFB
     /// left it redirecting to nothing when either was deleted.
-    pub fn ifb(&mut self, name: &str, mtu: u32, veth: &Link, cid: &str) -> Result<Link, Error> {
+    pub fn ifb(
+        &mut self,
+        name: &str,
+        mtu: u32,
+        alias: Option<&str>,
+        veth: &Link,
+        cid: &str,
+    ) -> Result<Link, Error> {
         let fail = failed("adding link");
-        match self.nl.create_ifb(name, mtu) {
+        // Made with its alias, so that GC knows it for this network's even
+        // when this ADD is killed right after.
+        match self.nl.create_ifb(name, mtu, alias) {
             Ok(link) => {
                 self.made.push(Made::Ifb(link.clone()));
                 Ok(link)

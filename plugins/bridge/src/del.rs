@@ -28,12 +28,18 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         .then(|| skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin));
     let mut errors = Vec::new();
     // Addresses narrow which iptables families are read; prevResult and the
-    // link both tell them.
+    // link both tell them. Without prevResult (an ADD killed before it
+    // returned one), the link may not hold them all: the addresses of the
+    // container's other links tell which rules are not this attachment's.
     let mut addrs = teardown::prev_addrs(&args.stdin);
-
+    let seen = addrs.is_empty();
+    let mut others = Vec::new();
     if let Netns::Open { file, .. } = &args.netns {
-        match teardown::delete_link(file, &args.ifname) {
-            Ok(found) => addrs.extend(found),
+        match teardown::delete_link_among(file, &args.ifname, seen) {
+            Ok((found, other)) => {
+                addrs.extend(found);
+                others = other;
+            }
             Err(e) => errors.push(e),
         }
     }
@@ -41,8 +47,9 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         errors.push(e.into());
     }
     let masq = conf.is_layer3() && conf.ip_masq;
+    let view = (&addrs[..], seen.then_some(&others[..]));
     if (conf.macspoofchk || masq)
-        && let Err(e) = firewall(args, &conf, masq, &addrs)
+        && let Err(e) = firewall(args, &conf, masq, view)
     {
         errors.push(e);
     }
@@ -50,8 +57,15 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
 }
 
 /// Remove the spoof check and (with `masq`) the masquerade rules, from
-/// the configured backend or, when unset, from every backend.
-fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> Result<(), Error> {
+/// the configured backend or, when unset, from every backend; the
+/// attachment's addresses, and those of the container's other links when
+/// they were only seen on the link (see [`ipmasq::teardown_seen`]).
+fn firewall(
+    args: &CmdArgs,
+    conf: &Config,
+    masq: bool,
+    (addrs, others): (&[IpNetwork], Option<&[IpNetwork]>),
+) -> Result<(), Error> {
     let host = Netlink::host()?;
     let mut errors = Vec::new();
     if conf.macspoofchk
@@ -64,8 +78,13 @@ fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> R
         ifname: &args.ifname,
         container_id: &args.container_id,
     };
-    if masq && let Err(e) = ipmasq::teardown(&host, Scope::of(conf.ip_masq_backend), addrs, &owner)
-    {
+    let scope = Scope::of(conf.ip_masq_backend);
+    let removed = match (masq, others) {
+        (false, _) => Ok(()),
+        (true, Some(others)) => ipmasq::teardown_seen(&host, scope, addrs, others, &owner),
+        (true, None) => ipmasq::teardown(&host, scope, addrs, &owner),
+    };
+    if let Err(e) = removed {
         errors.push(e);
     }
     Ok(cni_firewall::join(errors)?)

@@ -20,25 +20,33 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let ipam = skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin);
     // Addresses narrow which iptables families are read; prevResult and the
-    // interface both tell them.
+    // interface both tell them. Without prevResult (an ADD killed before it
+    // returned one), the interface may not hold them all: the addresses of
+    // the container's other links tell which rules are not this one's.
     let mut addrs = teardown::prev_addrs(&args.stdin);
+    let seen = addrs.is_empty();
     let link = match &args.netns {
-        Netns::Open { file, .. } => teardown::delete_link(file, &args.ifname),
-        _ => Ok(Vec::new()),
+        Netns::Open { file, .. } => teardown::delete_link_among(file, &args.ifname, seen),
+        _ => Ok((Vec::new(), Vec::new())),
     };
     let mut errors = Vec::new();
     if let Err(e) = ipam.and_then(|running| running.wait()) {
         errors.push(e.into());
     }
+    let mut others = Vec::new();
     match link {
-        Ok(found) => addrs.extend(found),
+        Ok((found, other)) => {
+            addrs.extend(found);
+            others = other;
+        }
         Err(e) => errors.push(e),
     }
     if conf.ip_masq {
         let scope = Scope::of(conf.ip_masq_backend);
+        let view = (&addrs[..], seen.then_some(&others[..]));
         let removed = Netlink::host()
             .map_err(Error::from)
-            .and_then(|host| masq::teardown(args, &conf, &host, scope, &addrs));
+            .and_then(|host| masq::teardown(args, &conf, &host, scope, view));
         if let Err(e) = removed {
             errors.push(e);
         }
