@@ -16,6 +16,7 @@ use cni_attach::teardown;
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Scope, spoofchk};
 use cni_net::{IpNetwork, Netlink};
+use skel::failpoint::pass;
 use skel::{CmdArgs, Netns};
 
 use crate::config::Config;
@@ -26,6 +27,8 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let ipam = conf
         .is_layer3()
         .then(|| skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin));
+    // Kill points (tests): DEL after a kill anywhere finishes the job.
+    pass("bridge/del-ipam-started");
     let mut errors = Vec::new();
     // Addresses narrow which iptables families are read; prevResult and the
     // link both tell them. Without prevResult (an ADD killed before it
@@ -43,9 +46,11 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             Err(e) => errors.push(e),
         }
     }
+    pass("bridge/del-link-deleted");
     if let Some(Err(e)) = ipam.map(|started| started.and_then(|running| running.wait())) {
         errors.push(e.into());
     }
+    pass("bridge/del-ipam-done");
     let masq = conf.is_layer3() && conf.ip_masq;
     let view = (&addrs[..], seen.then_some(&others[..]));
     if (conf.macspoofchk || masq)

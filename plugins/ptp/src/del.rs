@@ -19,6 +19,8 @@ use crate::masq;
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     let ipam = skel::invoke::start(&conf.ipam_type, "DEL", &args.path, &args.stdin);
+    // Kill points (tests): DEL after a kill anywhere finishes the job.
+    skel::failpoint::pass("ptp/del-ipam-started");
     // Addresses narrow which iptables families are read; prevResult and the
     // interface both tell them. Without prevResult (an ADD killed before it
     // returned one), the interface may not hold them all: the addresses of
@@ -29,10 +31,12 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         Netns::Open { file, .. } => teardown::delete_link_among(file, &args.ifname, seen),
         _ => Ok((Vec::new(), Vec::new())),
     };
+    skel::failpoint::pass("ptp/del-link-deleted");
     let mut errors = Vec::new();
     if let Err(e) = ipam.and_then(|running| running.wait()) {
         errors.push(e.into());
     }
+    skel::failpoint::pass("ptp/del-ipam-done");
     let mut others = Vec::new();
     match link {
         Ok((found, other)) => {

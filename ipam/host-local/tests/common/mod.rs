@@ -95,6 +95,7 @@ pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str, bound: Duration
     }
     PluginRun {
         code: status.code().unwrap_or(-1),
+        pid: child.id(),
         stdout,
         stderr,
     }
