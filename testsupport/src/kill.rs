@@ -15,13 +15,16 @@ use std::time::Instant;
 
 use crate::{Call, Failpoints, PluginRun};
 
+/// Adds a kill to a call.
+pub type Killer<'k> = &'k dyn Fn(Call) -> Call;
+
 /// One call to kill and what to check after it.
 pub struct Scenario<'a> {
     /// A name for messages (`bridge ADD, iptables`).
     pub name: &'a str,
     /// Run the call under test, its [`Call`] passed through the given
     /// function (which adds the kill).
-    pub run: &'a dyn Fn(&dyn Fn(Call) -> Call) -> PluginRun,
+    pub run: &'a dyn Fn(Killer<'_>) -> PluginRun,
     /// Before each run: what the call needs (an ADD before a DEL).
     pub before: &'a dyn Fn(),
     /// After each run: DEL and GC of the attachment, which must succeed.
@@ -54,7 +57,11 @@ pub fn kill_everywhere(s: &Scenario<'_>, spread: usize) -> Report {
     (s.cleanup)();
     check(s, "after a clean run");
     let points = occurrences(&log.all());
-    assert!(!points.is_empty(), "{}: a clean run passed no point", s.name);
+    assert!(
+        !points.is_empty(),
+        "{}: a clean run passed no point",
+        s.name
+    );
     let mut report = Report {
         points: points.clone(),
         ..Report::default()
@@ -78,7 +85,9 @@ pub fn kill_everywhere(s: &Scenario<'_>, spread: usize) -> Report {
     for i in 0..spread {
         // Over the clean run and a little past it (a loaded machine).
         let after = length.mul_f64((i as f64 + 0.5) / spread as f64 * 1.2);
-        attempt(format!("killed after {after:?}"), &move |c| c.kill_after(after));
+        attempt(format!("killed after {after:?}"), &move |c| {
+            c.kill_after(after)
+        });
     }
     eprintln!(
         "{}: {} runs, {} killed, points {:?}",

@@ -429,7 +429,11 @@ impl Call {
             use std::os::unix::process::CommandExt;
             // SAFETY: setsid is async-signal-safe and touches no memory.
             unsafe {
-                cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+                cmd.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(drop)
+                        .map_err(std::io::Error::from)
+                });
             }
         }
         let mut child = cmd

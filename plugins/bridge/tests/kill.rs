@@ -28,7 +28,9 @@ fn leftovers(host: &Host, c: &TestNetns) -> Vec<String> {
         .filter(|(n, _)| n != "lo")
         .map(|(n, _)| format!("container link {n}"))
         .collect();
-    let ports = links(&host.ns).into_iter().filter(|(_, p)| p.starts_with("if"));
+    let ports = links(&host.ns)
+        .into_iter()
+        .filter(|(_, p)| p.starts_with("if"));
     left.extend(ports.map(|(n, _)| format!("host veth {n}")));
     left.extend(host.leases().into_iter().map(|l| format!("lease {l}")));
     left.extend(rules_of(host, CID).into_iter().map(|r| format!("rule {r}")));
@@ -116,7 +118,9 @@ fn del_without_prev_result_removes_the_rules_of_addresses_it_cannot_see() {
     let r0 = host.add(&conf, CID, &c);
     let r1 = host.call("ADD", &conf, CID, c.path(), "eth1").ok();
     let (v6, other) = (ip_of(&r0, true), ip_of(&r1, true));
-    c.exec(&["ip", "-6", "addr", "flush", "dev", "eth0", "scope", "global"]);
+    c.exec(&[
+        "ip", "-6", "addr", "flush", "dev", "eth0", "scope", "global",
+    ]);
     let jumps = |ip: &str| {
         rules_of(&host, CID)
             .into_iter()
@@ -125,7 +129,12 @@ fn del_without_prev_result_removes_the_rules_of_addresses_it_cannot_see() {
     };
     assert_eq!((jumps(&v6), jumps(&other)), (1, 1));
     host.call("DEL", &conf, CID, c.path(), "eth0").ok();
-    assert_eq!((jumps(&v6), jumps(&other)), (0, 1), "{:#?}", rules_of(&host, CID));
+    assert_eq!(
+        (jumps(&v6), jumps(&other)),
+        (0, 1),
+        "{:#?}",
+        rules_of(&host, CID)
+    );
     assert!(!rules_of(&host, CID).is_empty());
     host.call("DEL", &conf, CID, c.path(), "eth1").ok();
     assert_eq!(rules_of(&host, CID), Vec::<String>::new());
