@@ -24,13 +24,14 @@ pub struct Frame<'a> {
     ipam_type: &'a str,
     /// IPAM ADD started and not yet collected.
     running: Option<Running>,
-    /// IPAM ADD succeeded: a failed ADD runs IPAM DEL, which releases
-    /// what it took. A failed IPAM ADD holds nothing (IPAM undoes its own
-    /// failure), and its DEL would release what an earlier ADD of the
-    /// same attachment holds: a retried ADD that host-local refuses as a
-    /// duplicate allocation took the live attachment's lease down with it.
-    /// As the reference, which runs IPAM DEL only after an IPAM ADD that
-    /// succeeded.
+    /// IPAM ADD succeeded, or gave no answer (killed at the deadline, or
+    /// dead: it may hold what it took): a failed ADD runs IPAM DEL, which
+    /// releases it. An IPAM ADD that answered with an error holds nothing
+    /// (IPAM undoes its own failure), and its DEL would release what an
+    /// earlier ADD of the same attachment holds: a retried ADD that
+    /// host-local refuses as a duplicate allocation took the live
+    /// attachment's lease down with it. As the reference, which runs IPAM
+    /// DEL only after an IPAM ADD that succeeded.
     ipam_added: bool,
     /// The host end of the veth pair, by its (random, our own) name:
     /// deleting it removes the container end too, whatever that is called
@@ -89,8 +90,9 @@ impl<'a> Frame<'a> {
             .running
             .take()
             .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
-        let result = skel::invoke::wait_add(running, self.ipam_type, cni_version)?;
-        self.ipam_added = true;
+        let result = skel::invoke::finish_add(running, self.ipam_type, cni_version);
+        self.ipam_added = result.as_ref().map_or_else(|f| !f.answered, |_| true);
+        let result = result.map_err(skel::Error::from)?;
         let result = result.into_v1()?;
         if result.ips.is_empty() {
             return Err(Error::internal("IPAM plugin returned missing IP config"));
@@ -102,7 +104,7 @@ impl<'a> Frame<'a> {
     fn undo(&mut self, host: &Netlink) -> Vec<Error> {
         let mut errors = Vec::new();
         if let Some(running) = self.running.take() {
-            self.ipam_added = running.wait().is_ok();
+            self.ipam_added = running.finish().map_or_else(|f| !f.answered, |_| true);
         }
         if let Some(name) = &self.veth
             && let Err(e) = veth::remove(host, name)

@@ -102,9 +102,12 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Io { program, text } => write!(f, "{program}: {text}"),
-            Error::TimedOut { program, after, .. } => {
-                write!(f, "{program}: timed out after {after:?} and was killed")
-            }
+            Error::TimedOut { program, after, .. } => write!(
+                f,
+                "{program}: no answer within {} ({}), killed",
+                crate::deadline::describe(*after),
+                crate::deadline::VAR
+            ),
         }
     }
 }
