@@ -77,9 +77,9 @@ fn decide(var: Option<&str>) -> bool {
     let init = match var {
         Some("wait") => return false,
         Some("reaped") => true,
-        _ => init_status().is_some_and(|s| may_reap(&s)),
+        _ => init_may_reap().unwrap_or(false),
     };
-    init && !cgroup_harm().unwrap_or(false)
+    init && !pids_count().is_some_and(|c| c.harm())
 }
 
 /// What the decision found, for tests and for people: PID 1's verdict,
@@ -92,32 +92,43 @@ pub struct Report {
     pub reaped: bool,
 }
 
-/// Look again, without caching (the decision of [`reaped`] is unchanged).
+/// Look again, without caching (the decision of [`reaped`] is unchanged):
+/// as the decision does, from one reading of each file.
 pub fn report() -> Report {
     let count = pids_count();
+    let init = init_may_reap();
+    let reaped = match std::env::var(VAR).ok().as_deref() {
+        Some("wait") => false,
+        Some("reaped") => true,
+        _ => init.unwrap_or(false),
+    } && !count.as_ref().is_some_and(PidsCount::harm);
     Report {
-        init_may_reap: init_status().map(|s| may_reap(&s)),
-        zombies: count.as_ref().map(|c| c.zombies()),
-        headroom: count.as_ref().and_then(|c| c.headroom()),
-        reaped: decide(std::env::var(VAR).ok().as_deref()),
+        init_may_reap: init,
+        zombies: count.as_ref().map(PidsCount::zombies),
+        headroom: count.as_ref().and_then(PidsCount::headroom),
+        reaped,
     }
 }
 
-/// `/proc/<pid>/status` of our PID namespace's PID 1.
-fn init_status() -> Option<String> {
-    read(&init_proc_dir()?.join("status"))
+/// Whether our PID namespace's PID 1 may reap (its `/proc/<pid>/status`).
+fn init_may_reap() -> Option<bool> {
+    let mut buf = [0u8; BUF];
+    Some(may_reap(read(&init_proc_dir()?.join("status"), &mut buf)?))
 }
 
-/// A small `/proc` or cgroup file, read in one go: such files report no
-/// size, and reading them in growing pieces costs a system call each.
-fn read(path: &Path) -> Option<String> {
+/// What [`read`] reads at most: `/proc/<pid>/status` is about 1.4 KiB.
+const BUF: usize = 4096;
+
+/// A small `/proc` or cgroup file, read into `buf` in one go (such files
+/// report no size; reading them in growing pieces, or into fresh heap
+/// buffers, costs system calls); `None` when it does not fit.
+fn read<'b>(path: &Path, buf: &'b mut [u8]) -> Option<&'b str> {
     use std::io::Read;
     let mut f = fs::File::open(path).ok()?;
-    let mut buf = vec![0u8; 4096];
     let mut len = 0;
     loop {
         if len == buf.len() {
-            buf.resize(len * 2, 0);
+            return None;
         }
         match f.read(&mut buf[len..]) {
             Ok(0) => break,
@@ -126,8 +137,24 @@ fn read(path: &Path) -> Option<String> {
             Err(_) => return None,
         }
     }
-    buf.truncate(len);
-    String::from_utf8(buf).ok()
+    std::str::from_utf8(&buf[..len]).ok()
+}
+
+/// The lines of `path`, counted as they are read (a task list may be
+/// long).
+fn count_lines(path: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut f = fs::File::open(path).ok()?;
+    let mut buf = [0u8; BUF];
+    let mut lines = 0;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(lines),
+            Ok(n) => lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Our PID 1's directory in `/proc`, by the number `/proc`'s namespace
@@ -149,10 +176,14 @@ fn init_proc_dir() -> Option<PathBuf> {
     };
     // SAFETY: `fd` was just returned to us and is owned by nothing else.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let info = read(Path::new(&format!(
-        "/proc/self/fdinfo/{}",
-        std::os::fd::AsRawFd::as_raw_fd(&fd)
-    )))?;
+    let mut buf = [0u8; 512];
+    let info = read(
+        Path::new(&format!(
+            "/proc/self/fdinfo/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&fd)
+        )),
+        &mut buf,
+    )?;
     // "Pid:" is in the numbering of /proc's namespace (0: not seen there).
     let pid: u32 = field(&info, "Pid:")?.parse().ok()?;
     (pid > 0).then(|| PathBuf::from(format!("/proc/{pid}")))
@@ -175,13 +206,6 @@ fn may_reap(status: &str) -> bool {
     })
 }
 
-/// Whether leaving a child would do harm here: too many tasks exited and
-/// unreaped in our cgroup, or too few PIDs left; `None` when unreadable.
-fn cgroup_harm() -> Option<bool> {
-    let c = pids_count()?;
-    Some(c.zombies() > ZOMBIES_MAX || c.headroom().is_some_and(|h| h < HEADROOM_MIN))
-}
-
 /// The pids controller's view of our cgroup, and the tasks alive in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PidsCount {
@@ -199,13 +223,21 @@ impl PidsCount {
     fn headroom(&self) -> Option<u64> {
         self.max.map(|m| m.saturating_sub(self.current))
     }
+
+    /// Leaving a child would do harm: too many tasks exited and unreaped,
+    /// or too few PIDs left.
+    fn harm(&self) -> bool {
+        self.zombies() > ZOMBIES_MAX || self.headroom().is_some_and(|h| h < HEADROOM_MIN)
+    }
 }
 
 /// Read our cgroup's pids counters and count its live tasks.
 fn pids_count() -> Option<PidsCount> {
-    let (dir, tasks) = pids_dir(&read(Path::new("/proc/self/cgroup"))?)?;
+    let mut buf = [0u8; BUF];
+    let (dir, tasks) = pids_dir(read(Path::new("/proc/self/cgroup"), &mut buf)?)?;
     let current = read_u64(&dir.join("pids.current"))?;
-    let max = match read(&dir.join("pids.max"))?.trim() {
+    let mut buf = [0u8; 64];
+    let max = match read(&dir.join("pids.max"), &mut buf)?.trim() {
         "max" => None,
         n => Some(n.parse().ok()?),
     };
@@ -214,7 +246,8 @@ fn pids_count() -> Option<PidsCount> {
 }
 
 fn read_u64(path: &Path) -> Option<u64> {
-    read(path)?.trim().parse().ok()
+    let mut buf = [0u8; 64];
+    read(path, &mut buf)?.trim().parse().ok()
 }
 
 /// The directory of our cgroup that has `pids.current`, and the name of
@@ -253,8 +286,7 @@ fn live_tasks(dir: &Path, tasks: &str) -> Option<u64> {
         if seen > CGROUPS_MAX {
             return None;
         }
-        let list = read(&d.join(tasks))?;
-        live += list.lines().count() as u64;
+        live += count_lines(&d.join(tasks))?;
         for entry in fs::read_dir(&d).ok()?.flatten() {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 todo.push(entry.path());
@@ -325,6 +357,17 @@ mod tests {
     fn overrides() {
         assert!(!decide(Some("wait")));
         // `reaped` skips PID 1's test, not the cgroup's.
-        assert_eq!(decide(Some("reaped")), !cgroup_harm().unwrap_or(false));
+        let harm = pids_count().is_some_and(|c| c.harm());
+        assert_eq!(decide(Some("reaped")), !harm);
+    }
+
+    #[test]
+    fn small_files_are_read_whole_or_not_at_all() {
+        let mut buf = [0u8; BUF];
+        let status = read(Path::new("/proc/self/status"), &mut buf).unwrap();
+        assert!(status.contains("SigCgt:"), "{status}");
+        let mut tiny = [0u8; 8];
+        assert_eq!(read(Path::new("/proc/self/status"), &mut tiny), None);
+        assert!(count_lines(Path::new("/proc/self/status")).unwrap() > 10);
     }
 }
