@@ -185,7 +185,7 @@ fn init_proc_dir() -> Option<PathBuf> {
         &mut buf,
     )?;
     // "Pid:" is in the numbering of /proc's namespace (0: not seen there).
-    let pid: u32 = field(&info, "Pid:")?.parse().ok()?;
+    let pid: u32 = field(info, "Pid:")?.parse().ok()?;
     (pid > 0).then(|| PathBuf::from(format!("/proc/{pid}")))
 }
 
