@@ -30,7 +30,10 @@ fn zombies_under_a_pid1_that_never_reaps_are_counted_on_cgroup_v2() {
     }
     let root = Path::new(ROOT);
     let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap();
-    assert!(controllers.split_whitespace().any(|c| c == "pids"), "{controllers}");
+    assert!(
+        controllers.split_whitespace().any(|c| c == "pids"),
+        "{controllers}"
+    );
     std::fs::write(root.join("cgroup.subtree_control"), "+pids").unwrap();
     let dir = root.join(format!("cnirsorph{}", std::process::id()));
     std::fs::create_dir(&dir).unwrap();
@@ -47,10 +50,17 @@ fn zombies_under_a_pid1_that_never_reaps_are_counted_on_cgroup_v2() {
     let out = Command::new("sh").args(["-c", &script]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let _ = std::fs::remove_dir(&dir);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["init_may_reap"], true, "{v}");
-    let zombies = v["zombies"].as_u64().unwrap_or_else(|| panic!("no count: {v}"));
+    let zombies = v["zombies"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no count: {v}"));
     assert!(zombies >= 20, "{v}");
     assert_eq!(v["reaped"], false, "{v}");
     assert_eq!(v["headroom"].as_u64().map(|h| h < 256), Some(true), "{v}");
