@@ -162,23 +162,23 @@ fn count_lines(path: &Path) -> Option<u64> {
     }
 }
 
-/// Our PID 1's directory in `/proc`, by the number `/proc`'s namespace
-/// gives it (not `/proc/1` when our namespace was made without mounting
-/// its own `/proc`): read from the `fdinfo` of a pidfd of our PID 1.
-/// Without pidfds (before Linux 5.3), `/proc/1` if it is in our
-/// namespace. `None` when it cannot be found.
+/// Our PID 1's directory in `/proc`: `/proc/1` when `/proc` is our PID
+/// namespace's, else (a namespace made without mounting its own `/proc`)
+/// by the number `/proc`'s namespace gives it, read from the `fdinfo` of
+/// a pidfd of our PID 1 (Linux 5.3 on). `None` when it cannot be found.
 fn init_proc_dir() -> Option<PathBuf> {
     use nix::libc;
+    // The common case, two readlinks: /proc is our namespace's. Reading
+    // PID 1's link takes the right to inspect it, which a sandbox may
+    // withhold even from root.
+    let ours = fs::read_link("/proc/self/ns/pid").ok()?;
+    if fs::read_link("/proc/1/ns/pid").is_ok_and(|theirs| theirs == ours) {
+        return Some(PathBuf::from("/proc/1"));
+    }
     // SAFETY: pidfd_open takes a PID and flags and returns a new
     // descriptor or -1; no memory is passed.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, 1, 0) };
-    let Ok(fd) = i32::try_from(fd).map_err(drop).and_then(|fd| match fd {
-        0.. => Ok(fd),
-        _ => Err(()),
-    }) else {
-        let ours = fs::read_link("/proc/self/ns/pid").ok()?;
-        return (fs::read_link("/proc/1/ns/pid").ok()? == ours).then(|| PathBuf::from("/proc/1"));
-    };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
     // SAFETY: `fd` was just returned to us and is owned by nothing else.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let mut buf = [0u8; 512];
@@ -278,7 +278,7 @@ fn pids_dir(self_cgroup: &str) -> Option<(PathBuf, &'static str)> {
     }
     candidates
         .into_iter()
-        .find(|(dir, _)| dir.join("pids.current").is_file())
+        .find(|(dir, _)| dir.join("pids.current").exists())
 }
 
 /// The tasks listed in `dir`'s `tasks` file and in its descendants'
