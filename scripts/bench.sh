@@ -32,9 +32,10 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
                  an experiment: in "growing bridge", IPv6 off in every
                  container's namespace (no link-local address on eth0), to
                  see how much of the growth its DAD/MLD/RS traffic causes
-  --no-reaper    an experiment: the plugins' PID 1 is this machine's instead of
-                 a reaping PID 1 in a PID namespace of their own (where it
-                 does not reap, ours then wait for the kernel themselves)
+  --no-reaper    an experiment: do not tell our plugins that the driver (a
+                 reaping subreaper) reaps what they leave; where PID 1 does
+                 not reap either, they then wait for the kernel themselves
+                 (skel::orphans). The page says which mode it was taken in.
   --no-settle    an experiment: do not wait for the processes a plugin call
                  leaves behind before the next call (the driver's behaviour
                  before; their kernel work then lands on the next call)

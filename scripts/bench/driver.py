@@ -87,72 +87,42 @@ class Call:
 
 
 class Settler:
-    """Waits for the processes a timed call leaves behind, and gives the
-    plugins a PID 1 that reaps them.
+    """Waits for the processes a timed call leaves behind.
 
-    Our plugins leave children where orphans are reaped (`skel::orphans`):
-    one holding the last reference of a netfilter socket, one waiting for a
-    link deletion's RCU barrier, `iptables-restore` after its commit. They
+    Our plugins leave children on purpose: one holding the last reference of
+    a netfilter socket, one waiting for a link deletion's RCU barrier. They
     may hold RTNL or the nf_tables commit mutex for 10-25 ms after the
-    plugin exits, i.e. during the next timed call, usually the other
-    suite's. By default (`reaper`), the driver moves its children into a
-    new PID namespace (unshare(CLONE_NEWPID)) whose PID 1 is a child of the
-    driver that catches SIGCHLD and reaps every orphan: the plugins see a
-    reaping PID 1, as on a node with systemd, and leave their children; the
-    orphans become that PID 1's. After every timed call has been reaped,
-    settle() asks PID 1 to wait (untimed) for each of them, before the next
-    call starts. The driver is single-threaded and calls settle() only when
-    none of its own processes runs (spawn() and reap() keep the set `own`,
-    and subprocess.run waits for its child before returning).
+    plugin exits, i.e. during the next timed call, usually the other suite's.
+    The driver is a child subreaper (PR_SET_CHILD_SUBREAPER), so such orphans
+    become its children; after every timed call has been reaped, settle()
+    waits (untimed) for each of them and reaps it, before the next call
+    starts. The driver is single-threaded and calls settle() only when none
+    of its own processes runs (spawn() and reap() keep the set `own`, and
+    subprocess.run waits for its child before returning), so every child
+    that waitpid(-1) finds then is such an orphan.
 
-    Without it (`--no-reaper`, an experiment), the plugins' PID 1 is this
-    machine's: where it does not reap, ours wait for the kernel themselves
-    and leave nothing; the driver is then a child subreaper (PR_SET_CHILD_
-    SUBREAPER) and settles as before, for whatever is left.
+    Our plugins leave children only where they will be reaped
+    (`skel::orphans`): where PID 1 reaps, or where the environment says a
+    subreaper does (CNI_RS_ORPHANS=reaped). This sandbox's PID 1 does not,
+    and a subreaper cannot be seen from outside: so, as the reaping
+    subreaper it is, the driver says so to our plugins (REAPED_ENV), unless
+    `--no-reaper` asks for the figures of a machine where nobody reaps.
     """
 
     PR_SET_CHILD_SUBREAPER = 36
-    CLONE_NEWPID = 0x20000000
     TIMEOUT = 10.0
 
     def __init__(self):
         self.enabled = False
         self.own = set()
-        self.init = None  # (pid, request fd, reply fd) of the reaping PID 1
 
-    def enable(self, reaper=True):
+    def enable(self):
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        if not reaper:
-            if libc.prctl(self.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-            self.enabled = True
-            return
-        if libc.unshare(self.CLONE_NEWPID) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(req_w)
-            os.close(rep_r)
-            reaping_init(req_r, rep_w)
-        os.close(req_r)
-        os.close(rep_w)
-        for fd in (req_w, rep_r):
-            os.set_inheritable(fd, False)
-        self.init = (pid, req_w, rep_r)
+        if libc.prctl(self.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
         self.enabled = True
-
-    def adopter(self):
-        """Who inherits the orphans of a call: PID 1 (as we number it) or us."""
-        return self.init[0] if self.init else os.getpid()
-
-    def mode(self):
-        if self.init:
-            return "a reaping PID 1 (SIGCHLD caught, every orphan reaped)"
-        return "this machine's PID 1"
 
     def settle(self):
         """(processes reaped, ns it took); (0, 0) when disabled."""
@@ -169,16 +139,12 @@ class Settler:
         old = signal.signal(signal.SIGALRM, expired)
         signal.setitimer(signal.ITIMER_REAL, self.TIMEOUT)
         try:
-            if self.init:
-                os.write(self.init[1], b"s")
-                count = int.from_bytes(os.read(self.init[2], 4), "little")
-            else:
-                while True:
-                    try:
-                        os.waitpid(-1, 0)
-                    except ChildProcessError:
-                        break
-                    count += 1
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+                count += 1
         except TimeoutError as e:
             # Stop settling rather than stall every later call.
             self.enabled = False
@@ -189,42 +155,10 @@ class Settler:
         return count, time.perf_counter_ns() - t0
 
 
-def reaping_init(req, rep):
-    """PID 1 of the plugins' PID namespace: reaps every orphan as it exits
-    (SIGCHLD caught), and on each request byte waits for all of them and
-    answers how many it reaped since the last answer. Ends with the driver
-    (its request pipe closing)."""
-    import select
-
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(s, signal.SIG_DFL)
-    reaped = 0
-
-    def reap(block):
-        nonlocal reaped
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            reaped += 1
-
-    while True:
-        ready, _, _ = select.select([req], [], [], 0.05)
-        reap(False)
-        if not ready:
-            continue
-        if not os.read(req, 1):
-            os._exit(0)
-        reap(True)
-        os.write(rep, reaped.to_bytes(4, "little"))
-        reaped = 0
-
-
 SETTLER = Settler()
+
+# What the driver tells our plugins while it is their reaper (see Settler).
+REAPED_ENV = {"CNI_RS_ORPHANS": "reaped"}
 
 
 class Pending:
@@ -287,12 +221,13 @@ class Suite:
         self.calls = 0
         self.left = 0  # processes its calls left behind
         self.settle_ns = []  # time settling took, after calls that left some
+        self.reaped = False  # CNI_RS_ORPHANS=reaped in its calls (see Settler)
 
     def bin(self, plugin):
         return os.path.join(self.bindir, plugin)
 
     def env(self, command, cid="", netns="", ifname="", args=""):
-        return {
+        env = {
             "CNI_COMMAND": command,
             "CNI_CONTAINERID": cid,
             "CNI_NETNS": netns,
@@ -301,6 +236,9 @@ class Suite:
             "CNI_PATH": self.bindir,
             "PATH": ENV_PATH,
         }
+        if self.reaped:
+            env.update(REAPED_ENV)
+        return env
 
     def start(self, plugin, command, conf, cid="", netns="", ifname=IFNAME, prev=None, argv=None):
         doc = dict(conf)
@@ -356,7 +294,7 @@ class Suite:
         if self.exits.lost:
             return
         own, tool = [], []
-        for e in taskstats.tree(exits, time_pid, SETTLER.adopter()):
+        for e in taskstats.tree(exits, time_pid, os.getpid()):
             (tool if e.comm.startswith(SYSTEM_TOOLS) else own).append(e.rss_kib)
         c.own_kib = max(own, default=None)
         c.tool_kib = max(tool, default=None)
@@ -567,6 +505,7 @@ class Bench(PluginSteps):
         self.base = self.pick_base()
         self.nft_tables_before = self.nft_tables()
         self.ours = Suite("ours", "ours", opts.ours, self.errfd)
+        self.ours.reaped = not opts.no_reaper and not opts.no_settle
         self.ref = Suite("ref", "reference", opts.ref, self.errfd)
         self.failures = []
         with open("/proc/loadavg") as f:
@@ -1472,20 +1411,22 @@ def write_page(path, bench, opts, table):
         "- bridge configs: `isGateway: true`, IPv4 host-local range (a /24, a /22 for the growing bridge), "
         "a default route; IPv6 is left out so that no DAD settling enters the numbers. Two warm-up "
         "ADD/DEL pairs (which create the bridge) are not counted.",
-        f"- Mode: the plugins run under {SETTLER.mode()}"
-        + (" in a PID namespace of their own, as on a node with systemd: ours leave the kernel's slow "
-           "waits to short-lived children there (`skel::orphans`; where PID 1 does not reap, they wait "
-           "themselves and leave none: `--no-reaper`)." if SETTLER.init else
-           ": where it does not reap (this sandbox's does not), ours wait for the kernel themselves and "
-           "leave no child (`skel::orphans`); the figures of DELs are those of that mode.")
-        + " Every figure of the page is taken in this one mode.",
-        "- Deferred kernel work is charged to nobody: processes a plugin leaves behind (ours: a child "
-        "holding the last reference of a netfilter socket, a child waiting for a link deletion's RCU "
-        "barrier, `iptables-restore` after its commit) are orphans of the PID 1 above (or, with "
-        "`--no-reaper`, of the driver, a child subreaper); after each timed call (or each 64-at-once "
-        "burst) is reaped, the driver has them waited for, untimed, until every one has exited, and only "
-        "then starts the next call. Only such orphans are waited for: the driver settles when none of "
-        "its own processes runs.",
+        ("- Mode: where a reaper exists. This sandbox's PID 1 does not reap orphans; the driver is a "
+         "reaping child subreaper (below) and tells our plugins so (`CNI_RS_ORPHANS=reaped`, "
+         "`skel::orphans`), so they leave the kernel's slow waits to short-lived children, as under "
+         "a reaping PID 1 (systemd, tini). Every figure on this page is taken in this mode."
+         if bench.ours.reaped else
+         "- Mode: where nobody reaps (`--no-reaper` or `--no-settle`). This sandbox's PID 1 does not "
+         "reap orphans, so "
+         "our plugins (`skel::orphans`) leave no child and wait for the kernel themselves: the link "
+         "deletion's RCU barrier, the netfilter socket's release, `iptables-restore`'s exit. Every "
+         "figure on this page is taken in this mode."),
+        "- Deferred kernel work is charged to nobody: the driver is a child subreaper "
+        "(`PR_SET_CHILD_SUBREAPER`), so processes a plugin leaves behind (ours: a child holding the last "
+        "reference of a netfilter socket, a child waiting for a link deletion's RCU barrier) become its "
+        "children; after each timed call (or each 64-at-once burst) is reaped, the driver waits, untimed, "
+        "until every such process has exited, and only then starts the next call. Only such orphans are "
+        "waited for: the driver settles when none of its own processes runs.",
         "- Peak RSS is GNU time's `%M` (`ru_maxrss` from `wait4`), which on Linux is the maximum over "
         "the process and every descendant it reaped, i.e. max(bridge, its host-local child), or an "
         "`iptables-restore` child's; these calls are separate from the timed ones. (Measuring from "
@@ -1559,8 +1500,8 @@ def main():
                     help="network namespace to open the taskstats socket in: the initial one, where the kernel "
                          "sends from (bench.sh passes its own; default: the driver's)")
     ap.add_argument("--no-reaper", action="store_true",
-                    help="an experiment: the plugins' PID 1 is this machine's, not a reaping one "
-                         "(ours then leave no child where it does not reap)")
+                    help="an experiment: do not tell our plugins that the driver reaps what they leave "
+                         "(where PID 1 does not reap, as here, they then wait for the kernel themselves)")
     ap.add_argument("--no-settle", action="store_true",
                     help="do not wait for processes a call leaves behind (the behaviour before; for A/B runs)")
     ap.add_argument("--scale", type=int, metavar="N", dest="scale_n",
@@ -1585,10 +1526,8 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGHUP, stop)
-    if not opts.no_settle or not opts.no_reaper:
-        SETTLER.enable(reaper=not opts.no_reaper)
-        if opts.no_settle:
-            SETTLER.enabled = False
+    if not opts.no_settle:
+        SETTLER.enable()
     bench = Bench(opts)
     try:
         bench.run()

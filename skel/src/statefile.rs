@@ -187,7 +187,22 @@ pub fn open_read(path: &Path) -> io::Result<File> {
 /// At most `max` bytes of the regular file `path` (not through a link);
 /// `None` when it is missing, not a regular file, unreadable or longer.
 pub fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
-    let f = open_read(path).ok()?;
+    read_bounded(open_read(path).ok()?, max)
+}
+
+/// [`read_small`], through a link at `path` (for files the reference
+/// reads so: a lease that is a link is a lease, and reading harms no
+/// file), still without blocking on a FIFO.
+pub fn read_small_following(path: &Path, max: usize) -> Option<Vec<u8>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    read_bounded(f, max)
+}
+
+fn read_bounded(f: File, max: usize) -> Option<Vec<u8>> {
     if !f.metadata().ok()?.is_file() {
         return None;
     }

@@ -11,9 +11,12 @@
 //! length, to land between points too. After every attempt the scenario's
 //! cleanup (DEL, GC) runs and nothing may be left.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
-use crate::{Call, Failpoints, PluginRun};
+use serde_json::{Value, json};
+
+use crate::{Call, Failpoints, PluginHost, PluginRun, TestNetns, with_prev};
 
 /// Adds a kill to a call.
 pub type Killer<'k> = &'k dyn Fn(Call) -> Call;
@@ -94,6 +97,55 @@ pub fn kill_everywhere(s: &Scenario<'_>, spread: usize) -> Report {
         s.name, report.runs, report.killed, report.points
     );
     report
+}
+
+/// [`kill_everywhere`] for an interface-creating plugin run on `h`:
+/// `command` (ADD, or DEL after a clean ADD) of `cid`'s `eth0` in `c`
+/// with `conf` (a version with GC, 1.1.0), cleaned up by DEL (with the
+/// ADD's result as `prevResult` when a runtime would have one: not after
+/// a killed ADD) and GC without valid attachments.
+pub fn main_plugin(
+    h: &PluginHost,
+    command: &str,
+    conf: &Value,
+    cid: &str,
+    c: &TestNetns,
+    leftovers: &dyn Fn() -> Vec<String>,
+) -> Report {
+    let prev = RefCell::new(None::<Value>);
+    let with = |p: &Option<Value>| {
+        p.as_ref()
+            .map_or_else(|| conf.clone(), |p| with_prev(conf, p))
+    };
+    let name = format!("{} {command}", conf["type"].as_str().unwrap_or("plugin"));
+    kill_everywhere(
+        &Scenario {
+            name: &name,
+            run: &|k| {
+                h.run(k(h.request(
+                    command,
+                    &with(&prev.borrow()),
+                    cid,
+                    c.path(),
+                    "eth0",
+                )))
+            },
+            before: &|| {
+                if command == "DEL" {
+                    *prev.borrow_mut() = Some(h.add(conf, cid, c));
+                }
+            },
+            cleanup: &|| {
+                h.call("DEL", &with(&prev.borrow()), cid, c.path(), "eth0")
+                    .ok();
+                let mut gc = conf.clone();
+                gc["cni.dev/valid-attachments"] = json!([]);
+                h.call("GC", &gc, "", "", "").ok();
+            },
+            leftovers,
+        },
+        4,
+    )
 }
 
 fn check(s: &Scenario<'_>, when: &str) {

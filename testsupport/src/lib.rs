@@ -236,6 +236,41 @@ fn strip_handles(v: &mut serde_json::Value) {
     }
 }
 
+/// An exclusive `flock` on a file held by another process (`flock -o`,
+/// which holds it alone: killing it releases the lock) until dropped; for
+/// the tests of bounded lock waits.
+pub struct HeldLock(std::process::Child);
+
+impl HeldLock {
+    /// Held once this returns.
+    pub fn new(path: &Path) -> HeldLock {
+        let child = Command::new("flock")
+            .arg("-o")
+            .arg(path)
+            .args(["sleep", "600"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
+        // flock runs its command once it holds the lock.
+        while orphans::children(child.id()).is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        HeldLock(child)
+    }
+
+    /// The holder's PID, as `/proc/locks` names it.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A host link (bridge, veth end, ...) deleted on drop if it still exists.
 pub struct LinkGuard(pub String);
 

@@ -30,7 +30,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -412,30 +412,9 @@ impl Drop for Store {
 /// missing, unreadable, not a regular file or longer. Opened without
 /// blocking and read with a bound, so a FIFO or a link to `/dev/zero`
 /// under a lease's name cannot stall the call (the reference would hang).
-/// Unlike writes, reads follow a link, as the reference's do: a lease that
-/// is a link to a file is a lease (reading harms no file).
+/// Unlike writes, reads follow a link, as the reference's do.
 fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    // Leases are tiny: one read into a small buffer, no size hint (this
-    // runs once per lease when the index is rebuilt).
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 512];
-    loop {
-        match (&f).read(&mut chunk) {
-            Ok(0) => return Some(buf),
-            Ok(n) if buf.len() + n <= max => buf.extend_from_slice(&chunk[..n]),
-            Ok(_) => return None,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
+    skel::statefile::read_small_following(path, max)
 }
 
 /// The taken addresses in `dir`. Costs one `readdir`, no file is opened.

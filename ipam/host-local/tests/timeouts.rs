@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
 use common::*;
-use testsupport::TempDir;
+use testsupport::{HeldLock, TempDir};
 
 #[test]
 fn a_held_lock_is_waited_for_within_the_deadline_then_named() {
@@ -19,31 +17,20 @@ fn a_held_lock_is_waited_for_within_the_deadline_then_named() {
     );
     run(&ours(), "ADD", "first", &c).ok();
     let lock = d.join("net1/lock");
-    // -o: the lock is flock's alone, released when it is killed.
-    let mut holder = Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "60"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    // flock holds it once its child runs.
-    while testsupport::orphans::children(holder.id()).is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let holder = HeldLock::new(&lock);
     let r = call("ADD", "second", "eth0")
         .stdin(c.as_str())
         .env("CNI_RS_TIMEOUT", "500ms")
         .run(&ours());
-    let _ = holder.kill();
-    let _ = holder.wait();
+    let pid = holder.pid();
+    drop(holder);
     let e = r.err(999);
     assert_eq!(
         e["msg"],
         format!(
             "lock {}: still held after 500ms by process {} (flock)",
             lock.display(),
-            holder.id()
+            pid
         ),
         "{e}"
     );

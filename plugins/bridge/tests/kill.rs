@@ -7,12 +7,9 @@
 
 mod common;
 
-use std::cell::RefCell;
-
 use common::*;
 use serde_json::{Value, json};
 use testsupport::TestNetns;
-use testsupport::kill::{Scenario, kill_everywhere};
 
 const CID: &str = "kill1";
 
@@ -37,72 +34,31 @@ fn leftovers(host: &Host, c: &TestNetns) -> Vec<String> {
     left
 }
 
-/// DEL of the attachment (with `prev` when a runtime would have it), then
-/// GC with no valid attachment; both must succeed.
-fn cleanup(host: &Host, conf: &Value, c: &TestNetns, prev: Option<&Value>) {
-    let del = prev.map_or_else(|| conf.clone(), |p| with_prev(conf, p));
-    host.call("DEL", &del, CID, c.path(), "eth0").ok();
-    let mut gc = conf.clone();
-    gc["cni.dev/valid-attachments"] = json!([]);
-    host.call("GC", &gc, "", "", "").ok();
-}
-
-fn kill_add(backend: &str) {
-    let host = Host::new("kba");
-    let c = TestNetns::new("kbac");
+fn kill(command: &str, backend: &str) {
+    let host = Host::new("kb");
+    let c = TestNetns::new("kbc");
     let conf = conf(&host, backend);
-    let name = format!("bridge ADD, {backend}");
-    kill_everywhere(
-        &Scenario {
-            name: &name,
-            run: &|k| host.run(k(host.request("ADD", &conf, CID, c.path(), "eth0"))),
-            before: &|| {},
-            cleanup: &|| cleanup(&host, &conf, &c, None),
-            leftovers: &|| leftovers(&host, &c),
-        },
-        4,
-    );
-}
-
-fn kill_del(backend: &str) {
-    let host = Host::new("kbd");
-    let c = TestNetns::new("kbdc");
-    let conf = conf(&host, backend);
-    let prev = RefCell::new(Value::Null);
-    let name = format!("bridge DEL, {backend}");
-    kill_everywhere(
-        &Scenario {
-            name: &name,
-            run: &|k| {
-                let del = with_prev(&conf, &prev.borrow());
-                host.run(k(host.request("DEL", &del, CID, c.path(), "eth0")))
-            },
-            before: &|| *prev.borrow_mut() = host.add(&conf, CID, &c),
-            cleanup: &|| cleanup(&host, &conf, &c, Some(&prev.borrow())),
-            leftovers: &|| leftovers(&host, &c),
-        },
-        4,
-    );
+    testsupport::kill::main_plugin(&host, command, &conf, CID, &c, &|| leftovers(&host, &c));
 }
 
 #[test]
 fn add_killed_anywhere_leaves_nothing_after_del_and_gc_iptables() {
-    kill_add("iptables");
+    kill("ADD", "iptables");
 }
 
 #[test]
 fn add_killed_anywhere_leaves_nothing_after_del_and_gc_nftables() {
-    kill_add("nftables");
+    kill("ADD", "nftables");
 }
 
 #[test]
 fn del_killed_anywhere_leaves_nothing_after_del_and_gc_iptables() {
-    kill_del("iptables");
+    kill("DEL", "iptables");
 }
 
 #[test]
 fn del_killed_anywhere_leaves_nothing_after_del_and_gc_nftables() {
-    kill_del("nftables");
+    kill("DEL", "nftables");
 }
 
 /// The state an ADD killed between its rules and its IPv6 address leaves

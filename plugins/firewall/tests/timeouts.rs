@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
 use common::*;
 use serde_json::json;
+use testsupport::HeldLock;
 
 #[test]
 fn a_held_records_lock_is_waited_for_within_the_deadline_then_named() {
@@ -16,31 +15,22 @@ fn a_held_records_lock_is_waited_for_within_the_deadline_then_named() {
     let conf = with_prev(&conf, &prev(&lab.a.bridge, &["10.240.80.7/24"]));
     let lock = lab.records.join(".lock");
     std::fs::write(&lock, "").unwrap();
-    let mut holder = Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "60"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    while testsupport::orphans::children(holder.id()).is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let holder = HeldLock::new(&lock);
     let r = lab
         .host
         .request("ADD", &conf, "c1", "/x", "eth0")
         .env("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS)
         .env("CNI_RS_TIMEOUT", "300ms")
         .run_in(lab.host.ns.name(), bin());
-    let _ = holder.kill();
-    let _ = holder.wait();
+    let pid = holder.pid();
+    drop(holder);
     let e = r.err(999);
     assert_eq!(
         e["msg"],
         format!(
             "lock {}: still held after 300ms by process {} (flock)",
             lock.display(),
-            holder.id()
+            pid
         ),
         "{e}"
     );

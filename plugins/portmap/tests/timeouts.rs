@@ -7,11 +7,10 @@
 mod common;
 
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::process::{Command, Stdio};
 
 use common::*;
 use serde_json::{Value, json};
-use testsupport::TempDir;
+use testsupport::{HeldLock, TempDir};
 
 const CID: &str = "tmo";
 
@@ -122,24 +121,15 @@ fn a_held_xtables_lock_is_waited_for_within_the_deadline() {
         symlink(format!("/usr/sbin/{real}"), legacy.join(tool)).unwrap();
     }
     let lock = legacy.join("xtables.lock");
-    let mut holder = Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "60"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    while testsupport::orphans::children(holder.id()).is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    std::fs::write(&lock, "").unwrap();
+    let holder = HeldLock::new(&lock);
     let env = [
         ("PATH", path_with(&legacy)),
         ("XTABLES_LOCKFILE", lock.to_str().unwrap().to_string()),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let r = run(&lab, "ADD", &conf, &c, &env);
-    let _ = holder.kill();
-    let _ = holder.wait();
+    drop(holder);
     let e = r.err(999);
     let msg = e["msg"].as_str().unwrap_or_default();
     assert!(

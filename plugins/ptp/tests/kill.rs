@@ -6,12 +6,9 @@
 
 mod common;
 
-use std::cell::RefCell;
-
 use common::*;
 use serde_json::{Value, json};
-use testsupport::kill::{Scenario, kill_everywhere};
-use testsupport::{PluginHost, TestNetns, with_prev};
+use testsupport::{PluginHost, TestNetns};
 
 const CID: &str = "kill1";
 
@@ -33,68 +30,29 @@ fn leftovers(h: &PluginHost, c: &TestNetns) -> Vec<String> {
     left
 }
 
-fn cleanup(h: &PluginHost, conf: &Value, c: &TestNetns, prev: Option<&Value>) {
-    let del = prev.map_or_else(|| conf.clone(), |p| with_prev(conf, p));
-    h.call("DEL", &del, CID, c.path(), "eth0").ok();
-    let mut gc = conf.clone();
-    gc["cni.dev/valid-attachments"] = json!([]);
-    h.call("GC", &gc, "", "", "").ok();
-}
-
-fn kill_add(backend: &str) {
-    let h = host("kpa");
-    let c = TestNetns::new("kpac");
+fn kill(command: &str, backend: &str) {
+    let h = host("kp");
+    let c = TestNetns::new("kpc");
     let conf = masq(&h, backend);
-    let name = format!("ptp ADD, {backend}");
-    kill_everywhere(
-        &Scenario {
-            name: &name,
-            run: &|k| h.run(k(h.request("ADD", &conf, CID, c.path(), "eth0"))),
-            before: &|| {},
-            cleanup: &|| cleanup(&h, &conf, &c, None),
-            leftovers: &|| leftovers(&h, &c),
-        },
-        4,
-    );
-}
-
-fn kill_del(backend: &str) {
-    let h = host("kpd");
-    let c = TestNetns::new("kpdc");
-    let conf = masq(&h, backend);
-    let prev = RefCell::new(Value::Null);
-    let name = format!("ptp DEL, {backend}");
-    kill_everywhere(
-        &Scenario {
-            name: &name,
-            run: &|k| {
-                let del = with_prev(&conf, &prev.borrow());
-                h.run(k(h.request("DEL", &del, CID, c.path(), "eth0")))
-            },
-            before: &|| *prev.borrow_mut() = h.add(&conf, CID, &c),
-            cleanup: &|| cleanup(&h, &conf, &c, Some(&prev.borrow())),
-            leftovers: &|| leftovers(&h, &c),
-        },
-        4,
-    );
+    testsupport::kill::main_plugin(&h, command, &conf, CID, &c, &|| leftovers(&h, &c));
 }
 
 #[test]
 fn add_killed_anywhere_leaves_nothing_after_del_and_gc_iptables() {
-    kill_add("iptables");
+    kill("ADD", "iptables");
 }
 
 #[test]
 fn add_killed_anywhere_leaves_nothing_after_del_and_gc_nftables() {
-    kill_add("nftables");
+    kill("ADD", "nftables");
 }
 
 #[test]
 fn del_killed_anywhere_leaves_nothing_after_del_and_gc_iptables() {
-    kill_del("iptables");
+    kill("DEL", "iptables");
 }
 
 #[test]
 fn del_killed_anywhere_leaves_nothing_after_del_and_gc_nftables() {
-    kill_del("nftables");
+    kill("DEL", "nftables");
 }

@@ -10,29 +10,25 @@
 //! - `reap`: `SIGCHLD` caught and every child reaped (a proper init).
 //!
 //! `cmd` itself is waited for without being reaped (`WNOWAIT`) except in
-//! `reap` mode.
+//! `reap` mode. It is started with a plain `fork` and `exec`: a spawn
+//! through `posix_spawn` blocks every signal in this process until the
+//! child has exec'd, and a plugin started at once would read that
+//! moment's masks.
 
 use std::process::ExitCode;
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
-use nix::unistd::Pid;
 
 extern "C" fn noop(_: nix::libc::c_int) {}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(mode), Some(cmd)) = (args.first(), args.get(1)) else {
+    let (Some(mode), Some(_)) = (args.first(), args.get(1)) else {
         eprintln!("usage: cnirs-init never|catch|reap CMD [ARG]...");
         return ExitCode::from(2);
     };
-    let child = match std::process::Command::new(cmd).args(&args[2..]).spawn() {
-        Ok(c) => Pid::from_raw(c.id() as i32),
-        Err(e) => {
-            eprintln!("cnirs-init: {cmd}: {e}");
-            return ExitCode::from(127);
-        }
-    };
+    // Before the fork: the command may look at once (exec resets it there).
     if mode != "never" {
         let caught = SigAction::new(
             SigHandler::Handler(noop),
@@ -45,6 +41,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let argv: Vec<std::ffi::CString> = args[1..]
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()).unwrap_or_default())
+        .collect();
+    // SAFETY: the child only calls execvp and _exit (async-signal-safe)
+    // on memory prepared before the fork.
+    let child = match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let _ = nix::unistd::execvp(&argv[0], &argv);
+            // SAFETY: _exit is always safe to call.
+            unsafe { nix::libc::_exit(127) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => child,
+        Err(e) => {
+            eprintln!("cnirs-init: fork: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let status = match mode.as_str() {
         "reap" => loop {
             match waitpid(None, None) {
