@@ -43,7 +43,7 @@ fn zombies_under_a_pid1_that_never_reaps_are_counted_on_cgroup_v2() {
     // 20 orphans for PID 1, which catches SIGCHLD and never reaps; then the
     // decision, seen from inside.
     let script = format!(
-        "echo $$ >{procs} && exec unshare --pid --fork {init} catch sh -c \
+        "echo $$ >{procs} && exec unshare -p -f {init} catch sh -c \
          'i=0; while [ $i -lt 20 ]; do (sleep 0 &); i=$((i+1)); done; sleep 1; {probe}'",
         procs = dir.join("cgroup.procs").display()
     );
