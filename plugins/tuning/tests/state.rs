@@ -389,3 +389,25 @@ fn planted_links_are_never_followed() {
     planted.check("DEL");
     assert!(c.data_files().is_empty(), "{:?}", c.data_files());
 }
+
+/// A temporary file an earlier version left when its ADD was killed
+/// (named after its process, which is gone) goes with GC; one of a live
+/// process stays.
+#[test]
+fn gc_removes_temporaries_of_earlier_versions_whose_process_is_gone() {
+    let c = Container::new("stmp");
+    let dead = c.data.join(".tuning-4194999.tmp");
+    let live = c.data.join(&format!(".tuning-{}.tmp", std::process::id()));
+    std::fs::write(&dead, "{").unwrap();
+    std::fs::write(&live, "{").unwrap();
+    let mut gc = c.conf("1.1.0", json!({}));
+    gc["cni.dev/valid-attachments"] = json!([]);
+    c.call("GC", &gc)
+        .netns("")
+        .ifname("")
+        .container_id("")
+        .run(ours())
+        .ok();
+    assert!(!dead.exists());
+    assert!(live.exists());
+}
