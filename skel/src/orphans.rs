@@ -76,12 +76,22 @@ pub fn assume(reaped: bool) -> bool {
 
 /// The decision, with [`VAR`] set to `var`.
 fn decide(var: Option<&str>) -> bool {
-    let init = match var {
+    verdict(var, init_may_reap, pids_count)
+}
+
+/// The decision from [`VAR`]'s value `var`, what PID 1 looks like and what
+/// our cgroup counts (each looked at only when needed).
+fn verdict(
+    var: Option<&str>,
+    init: impl FnOnce() -> Option<bool>,
+    count: impl FnOnce() -> Option<PidsCount>,
+) -> bool {
+    let may = match var {
         Some("wait") => return false,
         Some("reaped") => true,
-        _ => init_may_reap().unwrap_or(false),
+        _ => init().unwrap_or(false),
     };
-    init && !pids_count().is_some_and(|c| c.harm())
+    may && !count().is_some_and(|c| c.harm())
 }
 
 /// What the decision found, for tests and for people: PID 1's verdict,
@@ -99,11 +109,8 @@ pub struct Report {
 pub fn report() -> Report {
     let count = pids_count();
     let init = init_may_reap();
-    let reaped = match std::env::var(VAR).ok().as_deref() {
-        Some("wait") => false,
-        Some("reaped") => true,
-        _ => init.unwrap_or(false),
-    } && !count.as_ref().is_some_and(PidsCount::harm);
+    let var = std::env::var(VAR).ok();
+    let reaped = verdict(var.as_deref(), || init, || count.clone());
     Report {
         init_may_reap: init,
         zombies: count.as_ref().map(PidsCount::zombies),
