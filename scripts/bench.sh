@@ -6,7 +6,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: scripts/bench.sh [--quick] [--out FILE | --no-write] [--no-build] [--only STEP]...
-                        [--scale N] [--no-container-ipv6] [--no-settle]
+                        [--scale N] [--no-container-ipv6] [--no-settle] [--no-reaper]
 
 Builds the release binaries, installs Debian's containernetworking-plugins if
 they are missing (the reference, in /usr/lib/cni), installs ours with
@@ -32,6 +32,10 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
                  an experiment: in "growing bridge", IPv6 off in every
                  container's namespace (no link-local address on eth0), to
                  see how much of the growth its DAD/MLD/RS traffic causes
+  --no-reaper    an experiment: do not tell our plugins that the driver (a
+                 reaping subreaper) reaps what they leave; where PID 1 does
+                 not reap either, they then wait for the kernel themselves
+                 (skel::orphans). The page says which mode it was taken in.
   --no-settle    an experiment: do not wait for the processes a plugin call
                  leaves behind before the next call (the driver's behaviour
                  before; their kernel work then lands on the next call)
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
         --scale) [ $# -ge 2 ] || die "--scale needs a number"; extra+=(--scale "$2"); shift ;;
         --no-container-ipv6) extra+=(--no-container-ipv6) ;;
         --no-settle) extra+=(--no-settle) ;;
+        --no-reaper) extra+=(--no-reaper) ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac

@@ -10,9 +10,10 @@
 //! the body fails, [`run`] waits for everything still running (the
 //! plugin's helpers, [`Extra::settle`], and IPAM), so that the undo
 //! follows their work; then runs the recorded undo steps in reverse order,
-//! IPAM DEL (only after an IPAM ADD that succeeded), and the plugin's own
-//! undo ([`Extra::undo`]: its firewall rules); and logs on stderr what
-//! could not be undone.
+//! IPAM DEL (only after an IPAM ADD that succeeded or gave no answer:
+//! killed at the deadline, or dead, it may hold what it took), and the
+//! plugin's own undo ([`Extra::undo`]: its firewall rules); and logs on
+//! stderr what could not be undone.
 //!
 //! A link is recorded where it is when the step that made or moved it
 //! succeeded: created in the host, created in (or moved into) the
@@ -59,13 +60,14 @@ pub struct Frame<'a> {
     ipam_type: &'a str,
     /// IPAM ADD started and not yet collected.
     running: Option<Running>,
-    /// IPAM ADD succeeded: a failed ADD runs IPAM DEL, which releases
-    /// what it took. A failed IPAM ADD holds nothing (IPAM undoes its own
-    /// failure), and its DEL would release what an earlier ADD of the
-    /// same attachment holds: a retried ADD that host-local refuses as a
-    /// duplicate allocation took the live attachment's lease down with it.
-    /// As the reference, which runs IPAM DEL only after an IPAM ADD that
-    /// succeeded.
+    /// IPAM ADD succeeded, or gave no answer (killed at the deadline, or
+    /// dead: it may hold what it took): a failed ADD runs IPAM DEL, which
+    /// releases it. An IPAM ADD that answered with an error holds nothing
+    /// (IPAM undoes its own failure), and its DEL would release what an
+    /// earlier ADD of the same attachment holds: a retried ADD that
+    /// host-local refuses as a duplicate allocation took the live
+    /// attachment's lease down with it. As the reference, which runs IPAM
+    /// DEL only after an IPAM ADD that succeeded.
     ipam_added: bool,
     /// The side effects so far, in order.
     undo: Vec<Undo>,
@@ -114,8 +116,9 @@ impl<'a> Frame<'a> {
             .running
             .take()
             .ok_or_else(|| Error::internal("IPAM plugin was not started"))?;
-        let result = skel::invoke::wait_add(running, self.ipam_type, cni_version)?;
-        self.ipam_added = true;
+        let result = skel::invoke::finish_add(running, self.ipam_type, cni_version);
+        self.ipam_added = result.as_ref().map_or_else(|f| !f.answered, |_| true);
+        let result = result.map_err(skel::Error::from)?;
         let result = result.into_v1()?;
         if result.ips.is_empty() {
             return Err(Error::internal("IPAM plugin returned missing IP config"));
@@ -181,7 +184,7 @@ impl<'a> Frame<'a> {
     /// IPAM if it still runs.
     fn undo(&mut self, host: &Netlink) -> Vec<Error> {
         if let Some(running) = self.running.take() {
-            self.ipam_added = running.wait().is_ok();
+            self.ipam_added = running.finish().map_or_else(|f| !f.answered, |_| true);
         }
         let mut cont = Container::new(self.args);
         let mut errors: Vec<Error> = self

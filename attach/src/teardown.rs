@@ -13,6 +13,7 @@
 use std::fs::File;
 
 use cni_net::{IpNetwork, Link, Netlink, netns};
+use skel::failpoint::pass;
 use skel::{CmdArgs, Netns};
 
 use crate::error::Error;
@@ -33,6 +34,13 @@ pub struct Teardown {
     /// The addresses of `prevResult` and the global addresses the
     /// interface had.
     pub addrs: Vec<IpNetwork>,
+    /// Without `prevResult`'s addresses (an ADD killed before it returned
+    /// a result), the interface need not have held every address of the
+    /// attachment (an ADD killed before its IPv6 address was set): then
+    /// the global addresses of the container's other links, which tell
+    /// what is not this attachment's (`cni_firewall::ipmasq::teardown_seen`);
+    /// empty without the namespace. `None` when `prevResult` named them.
+    pub others: Option<Vec<IpNetwork>>,
     /// Every failure so far: the interface's, then IPAM's.
     pub errors: Vec<Error>,
 }
@@ -40,37 +48,89 @@ pub struct Teardown {
 /// DEL's common part: IPAM DEL of `ipam_type` (none when `None`) started,
 /// `CNI_IFNAME` removed from `CNI_NETNS` as `removal` says (when the
 /// namespace is open: without it the interface went with its namespace),
-/// then IPAM awaited. A missing interface is success.
+/// then IPAM awaited. A missing interface is success. Kill points (tests,
+/// `skel::failpoint::pass`) after each step: DEL after a kill anywhere
+/// finishes the job.
 pub fn del(args: &CmdArgs, ipam_type: Option<&str>, removal: Removal) -> Teardown {
     let ipam = ipam_type.map(|t| skel::invoke::start(t, "DEL", &args.path, &args.stdin));
+    pass("teardown/del-ipam-started");
+    let addrs = prev_addrs(&args.stdin);
+    let unseen = addrs.is_empty();
     let mut t = Teardown {
-        addrs: prev_addrs(&args.stdin),
+        addrs,
+        others: unseen.then(Vec::new),
         errors: Vec::new(),
     };
     if let Netns::Open { file, .. } = &args.netns {
-        let removed = match removal {
-            Removal::Delete => delete_link(file, &args.ifname),
-            Removal::MoveBack => move_back(file, &args.ifname),
-        };
-        match removed {
-            Ok(found) => t.addrs.extend(found),
+        match remove(file, &args.ifname, removal, unseen) {
+            Ok(seen) => {
+                t.addrs.extend(seen.own);
+                if let Some(others) = &mut t.others {
+                    *others = seen.others;
+                }
+            }
             Err(e) => t.errors.push(e),
         }
     }
+    pass("teardown/del-link-removed");
     if let Some(Err(e)) = ipam.map(|started| started.and_then(|running| running.wait())) {
         t.errors.push(e.into());
     }
+    pass("teardown/del-ipam-done");
     t
 }
 
-/// The global addresses of `link`.
-fn global_addrs(nl: &Netlink, link: &Link) -> Result<Vec<IpNetwork>, Error> {
-    Ok(nl
-        .addrs(Some(link))?
+/// The global addresses DEL saw before removing the interface.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The interface's.
+    own: Vec<IpNetwork>,
+    /// The namespace's other links', when asked for.
+    others: Vec<IpNetwork>,
+}
+
+/// The global addresses of `link` (none when missing) and, with `others`,
+/// of the namespace's other links: one dump either way.
+fn seen(nl: &Netlink, link: Option<&Link>, others: bool) -> Result<Seen, Error> {
+    let global = |addrs: Vec<cni_net::Addr>| -> Vec<IpNetwork> {
+        addrs
+            .into_iter()
+            .filter(|a| a.scope == 0)
+            .map(|a| a.addr)
+            .collect()
+    };
+    let dump = match (link, others) {
+        (_, true) => nl.addrs(None)?,
+        (Some(link), false) => nl.addrs(Some(link))?,
+        (None, false) => Vec::new(),
+    };
+    let (own, other) = dump
         .into_iter()
-        .filter(|a| a.scope == 0)
-        .map(|a| a.addr)
-        .collect())
+        .partition(|a| link.is_some_and(|l| a.index == l.index));
+    Ok(Seen {
+        own: global(own),
+        others: global(other),
+    })
+}
+
+/// [`delete_link`] or [`move_back`], as `removal` says, with the
+/// addresses of the namespace's other links when `others`.
+fn remove(ns: &File, ifname: &str, removal: Removal, others: bool) -> Result<Seen, Error> {
+    let cont = Netlink::in_netns(ns)?;
+    let link = cont.find_link(ifname)?;
+    let seen = seen(&cont, link.as_ref(), others)?;
+    let Some(link) = link else {
+        return Ok(seen);
+    };
+    match removal {
+        Removal::Delete => match cont.delete_link_detached(&link) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
+        },
+        Removal::MoveBack => move_link_back(&cont, &link)?,
+    }
+    Ok(seen)
 }
 
 /// Delete `ifname` in the namespace `ns`, returning its global addresses;
@@ -79,16 +139,7 @@ fn global_addrs(nl: &Netlink, link: &Link) -> Result<Vec<IpNetwork>, Error> {
 /// of a veth deletion, is left to a child process
 /// ([`Netlink::delete_link_detached`]).
 pub fn delete_link(ns: &File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
-    let cont = Netlink::in_netns(ns)?;
-    let Some(link) = cont.find_link(ifname)? else {
-        return Ok(Vec::new());
-    };
-    let addrs = global_addrs(&cont, &link)?;
-    match cont.delete_link_detached(&link) {
-        Ok(()) => Ok(addrs),
-        Err(e) if e.is_not_found() => Ok(addrs),
-        Err(e) => Err(Error::from(e).context(format!("failed to delete {ifname:?}"))),
-    }
+    remove(ns, ifname, Removal::Delete, false).map(|s| s.own)
 }
 
 /// Move the host device `ifname` of the namespace `ns` back to this
@@ -96,25 +147,25 @@ pub fn delete_link(ns: &File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
 /// request, and clear the alias; returns its global addresses. A missing
 /// link is success (a repeated DEL; the reference fails).
 pub fn move_back(ns: &File, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
-    let cont = Netlink::in_netns(ns)?;
-    let Some(link) = cont.find_link(ifname)? else {
-        return Ok(Vec::new());
-    };
+    remove(ns, ifname, Removal::MoveBack, false).map(|s| s.own)
+}
+
+/// [`move_back`] of `link`, found through `cont`.
+fn move_link_back(cont: &Netlink, link: &Link) -> Result<(), Error> {
+    let ifname = &link.name;
     let Some(original) = link.alias.clone() else {
         return Err(Error::internal(format!(
             "failed to find original ifname for {ifname:?} (alias is not set)"
         )));
     };
-    let addrs = global_addrs(&cont, &link)?;
-    cont.move_link(&link, &netns::current()?, Some(&original))
+    cont.move_link(link, &netns::current()?, Some(&original))
         .map_err(|e| {
             Error::from(e).context(format!("failed to move {ifname:?} back as {original:?}"))
         })?;
     let host = Netlink::host()?;
     let back = host.link_by_name(&original)?;
     host.set_alias(&back, "")
-        .map_err(|e| Error::from(e).context(format!("failed to unset alias of {original:?}")))?;
-    Ok(addrs)
+        .map_err(|e| Error::from(e).context(format!("failed to unset alias of {original:?}")))
 }
 
 /// Addresses of `prevResult`, when the runtime sent one (0.4.0+).

@@ -6,8 +6,7 @@
 //! "networkName","netns"?,"cniArgs"?,"capabilityArgs"?,"result"?}`.
 //! Legacy caches (the raw result only) are still read.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -145,14 +144,9 @@ impl Cache {
             .mode(0o700)
             .create(&dir)
             .map_err(|e| io_err("create cache directory", &dir, &e))?;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_err("write cache file", &path, &e))?;
-        f.write_all(&entry.to_bytes())
+        // In place, as libcni writes it; never through a link planted at
+        // the name (root writes here).
+        skel::statefile::write_in_place(&path, &entry.to_bytes(), false, 0o600)
             .map_err(|e| io_err("write cache file", &path, &e))
     }
 

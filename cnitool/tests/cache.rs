@@ -183,3 +183,27 @@ fn gc_finds_attachments_cached_by_other_runtimes() {
     assert!(!file.exists());
     assert!(s.cache.join("results").join("fix-legacy-eth0").exists());
 }
+
+/// The cache file is never written through a link planted at its name:
+/// the link's target stays as it was, a real file takes its place.
+#[test]
+fn a_planted_link_at_the_cache_file_is_not_followed() {
+    let s = Setup::new();
+    let result = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.240.0.9/24"}]});
+    let settings = json!({"ReportResult": result.to_string()});
+    let list =
+        json!({"cniVersion": "1.0.0", "name": "planted", "plugins": [s.noop("only", settings)]});
+    s.write_conf("planted.conflist", &list);
+    let ns = "/run/netns/cnirs-cache-planted";
+    let file = s.cache_file("planted", &id_for(ns), "eth0");
+    let mut planted = testsupport::planted::Planted::new();
+    planted.plant(std::slice::from_ref(&file));
+    s.run(&["add", "planted", ns]).ok();
+    planted.check("cnitool add");
+    assert!(planted.still_links().is_empty());
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("cniCacheV1")
+    );
+}

@@ -20,7 +20,10 @@
 //! ([`cni_net::nftables::commits`]) and the tool is left to finish on its
 //! own ([`skel::exec::Running::wait_or_leave`]). Whenever they cannot be
 //! counted (iptables-legacy, a wrapper that forks the tool, a failure, no
-//! nfnetlink) the exit is waited for, as for every other batch.
+//! nfnetlink) the exit is waited for, as for every other batch. Every tool
+//! is waited for at most [`skel::deadline::timeout`], then killed with what
+//! it started (iptables-legacy waits for `xtables.lock` as long as another
+//! process holds it): the error names it and what it said.
 
 use std::net::IpAddr;
 use std::os::fd::AsFd;
@@ -79,10 +82,15 @@ pub fn usable() -> Result<()> {
     }
 }
 
-/// A tool that could not run: a missing one makes the backend unavailable.
+/// A tool that could not run: a missing one makes the backend unavailable;
+/// one killed at the deadline is named with what it said meanwhile.
 fn tool_error(e: exec::Error) -> Error {
-    match e {
+    match &e {
         exec::Error::NotFound { .. } => Error::unavailable(Backend::Iptables, e.to_string()),
+        exec::Error::TimedOut { stderr, .. } => match String::from_utf8_lossy(stderr).trim() {
+            "" => Error::failed(e.to_string()),
+            said => Error::failed(format!("{e}: {said}")),
+        },
         _ => Error::failed(e.to_string()),
     }
 }
@@ -105,6 +113,8 @@ pub fn save(family: Family, table: &str) -> Result<Save> {
     let tool = family.save_tool();
     let out = Command::new(tool)
         .args(["-t", table])
+        .timeout(skel::deadline::timeout())
+        .own_process_group()
         .run()
         .map_err(tool_error)?;
     finished(tool, out).map(Save::new)
@@ -126,11 +136,15 @@ pub fn start_restore(family: Family, batch: &Batch) -> Result<Option<Restore>> {
     let tool = family.restore_tool();
     // Subscribed before the tool starts, so that none of its commits can
     // come first; adds gain nothing from it (the tool's exit does not wait
-    // for them).
-    let watch = batch.removes().then(CommitWatch::open).and_then(|w| w.ok());
+    // for them), nor does a process that may not leave the tool running.
+    let watch = (batch.removes() && skel::orphans::reaped())
+        .then(CommitWatch::open)
+        .and_then(|w| w.ok());
     let run = Command::new(tool)
         .args(["-w", "--noflush"])
         .stdin(batch.text())
+        .timeout(skel::deadline::timeout())
+        .own_process_group()
         .start()
         .map_err(tool_error)?;
     let commits = batch.commits();

@@ -8,17 +8,30 @@
 //!   system is hashed (`sha512-<32 hex>`), so a record must say whose it is
 //!   and readers check that.
 //! - Written to a temporary file (`.<name>.tmp`) renamed into place, so a
-//!   reader never sees half a record.
+//!   reader never sees half a record, through [`skel::statefile`]: no
+//!   link planted at either name is followed, and a temporary file a
+//!   killed call left is removed with its record ([`remove_path`]), by GC
+//!   ([`sweep`]) or replaced by the next write.
 //! - `<dataDir>/.lock`: one exclusive `flock` per data directory, as the
-//!   reference's plugins lock their state.
+//!   reference's plugins lock their state, waited for within
+//!   [`skel::deadline::timeout`].
+//! - Root's alone: records and the lock are mode 0600, network
+//!   directories 0700 (no other tool reads them).
 //! - Entries whose names start with `.` (temporary files, the lock) are
 //!   never records.
 
 use std::fs;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use skel::Error;
+use skel::statefile;
+
+/// The mode of records and of the lock file.
+const FILE_MODE: u32 = 0o600;
+/// The mode of a network's directory.
+const DIR_MODE: u32 = 0o700;
+/// A record is a few hundred bytes; anything larger is not one of ours.
+const RECORD_MAX: usize = 1 << 20;
 
 /// The longest plain file name: room left for the temporary file's `.`
 /// and `.tmp` within `NAME_MAX` (255).
@@ -52,6 +65,11 @@ pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
     Error::internal(format!("{what} {}: {}", path.display(), skel::io_text(e)))
 }
 
+/// The temporary file of the record file `name`.
+fn temp_name(name: &str) -> String {
+    format!(".{name}.tmp")
+}
+
 /// Write the attachment's record: `bytes` to a temporary file renamed into
 /// place, the network's directory created when missing. A write or rename
 /// that fails (a full disk) removes the temporary file again.
@@ -63,26 +81,44 @@ pub fn write(
     bytes: &[u8],
 ) -> Result<(), Error> {
     let d = dir(data_dir, network);
-    fs::create_dir_all(&d).map_err(|e| io_error("create", &d, &e))?;
+    statefile::create_dir(&d, DIR_MODE).map_err(|e| io_error("create", &d, &e))?;
     let name = file_name(cid, ifname);
-    let tmp = d.join(format!(".{name}.tmp"));
-    let r = fs::write(&tmp, bytes)
-        .map_err(|e| io_error("write", &tmp, &e))
-        .and_then(|()| fs::rename(&tmp, d.join(name)).map_err(|e| io_error("rename", &tmp, &e)));
-    if r.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    r
+    statefile::write(&d, &name, &temp_name(&name), bytes, FILE_MODE)
+        .map_err(|e| io_error("write", &d.join(&name), &e))
 }
 
-/// Remove a record file; a missing one is fine (with `dataDir` a file,
-/// there is no record anywhere).
+/// Remove a record file and the temporary file a killed write of it may
+/// have left; missing ones are fine (with `dataDir` a file, there is no
+/// record anywhere).
 pub fn remove_path(path: &Path) -> Result<(), Error> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(()),
-        Err(e) => Err(io_error("remove", path, &e)),
+    if let (Some(d), Some(name)) = (path.parent(), path.file_name()) {
+        let tmp = d.join(temp_name(&name.to_string_lossy()));
+        statefile::remove(&tmp).map_err(|e| io_error("remove", &tmp, &e))?;
     }
+    statefile::remove(path)
+        .map(drop)
+        .map_err(|e| io_error("remove", path, &e))
+}
+
+/// Remove every temporary file in `network`'s directory, which killed
+/// writes left: only while holding [`lock`], which every writer holds.
+pub fn sweep(data_dir: &Path, network: &str) {
+    let Ok(entries) = fs::read_dir(dir(data_dir, network)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.as_encoded_bytes();
+        if name.starts_with(b".") && name.ends_with(b".tmp") {
+            let _ = statefile::remove(&e.path());
+        }
+    }
+}
+
+/// The record file at `path`, not through a link; `None` when there is
+/// none (or something else is there).
+pub fn read(path: &Path) -> Option<Vec<u8>> {
+    statefile::read_small(path, RECORD_MAX)
 }
 
 /// The contents of every record file in `d` (one network's directory).
@@ -93,7 +129,7 @@ pub fn files_in(d: &Path) -> Vec<Vec<u8>> {
     entries
         .flatten()
         .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
-        .filter_map(|e| fs::read(e.path()).ok())
+        .filter_map(|e| read(&e.path()))
         .collect()
 }
 
@@ -109,17 +145,13 @@ pub fn networks(data_dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 /// An exclusive lock on `<dataDir>/.lock` (created with the directory),
-/// released when the file is dropped.
+/// released when the file is dropped; waited for within
+/// [`skel::deadline::timeout`].
 pub fn lock(data_dir: &Path) -> Result<fs::File, Error> {
     fs::create_dir_all(data_dir).map_err(|e| io_error("create", data_dir, &e))?;
     let path = data_dir.join(".lock");
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io_error("open", &path, &e))?;
-    f.lock().map_err(|e| io_error("lock", &path, &e))?;
+    let f = statefile::open_lock(&path, FILE_MODE).map_err(|e| io_error("open", &path, &e))?;
+    statefile::lock(&f).map_err(|e| io_error("lock", &path, &e))?;
     Ok(f)
 }
 
@@ -160,7 +192,7 @@ mod tests {
         let taken = path(&d, "net", "c1", "eth0");
         fs::create_dir_all(taken.join("x")).unwrap();
         let e = write(&d, "net", "c1", "eth0", b"{}").unwrap_err();
-        assert!(e.msg.starts_with("rename "), "{}", e.msg);
+        assert!(e.msg.starts_with("write "), "{}", e.msg);
         let names: Vec<_> = fs::read_dir(dir(&d, "net"))
             .unwrap()
             .map(|e| e.unwrap().file_name())

@@ -615,9 +615,6 @@ fn same_route(ours: &RouteInfo, r: &RouteMessage) {
     }
 }
 
-/// IFB devices, qdiscs of every kind we make (a tbf with and without
-/// 64-bit rate and burst), the redirect filter, listings, deletions and a
-/// veth peer lookup: every message and reply decoded independently.
 /// An IFB device as bandwidth makes it: no queue, down.
 fn ifb_spec(name: &str, mtu: u32) -> LinkSpec<'_> {
     LinkSpec {
@@ -627,6 +624,9 @@ fn ifb_spec(name: &str, mtu: u32) -> LinkSpec<'_> {
     }
 }
 
+/// IFB devices, qdiscs of every kind we make (a tbf with and without
+/// 64-bit rate and burst), the redirect filter, listings, deletions and a
+/// veth peer lookup: every message and reply decoded independently.
 fn exercise_tc(host: &Netlink, peer_ns: &File) -> (Link, Link) {
     let ifb = host
         .create_link_get(&ifb_spec(&unique_name("cnirsxi"), 1400))
@@ -773,6 +773,58 @@ fn every_tc_message_and_reply_decodes_independently() {
         "replies compared: {seen:?}"
     );
     let _ = (host.delete_link(&ifb), host.delete_link(&dev));
+}
+
+/// A link made with an alias ([`LinkSpec::alias`]): its lookup, creation,
+/// alias (set by name) and lookup go out as one datagram, each decoded
+/// independently; the reply carries the alias.
+#[test]
+fn an_aliased_creation_is_one_datagram() {
+    let ns = TestNetns::new("xal");
+    let host = Netlink::in_netns(&open(&ns)).unwrap();
+    let name = unique_name("cnirsxa");
+    let spec = LinkSpec {
+        alias: Some("cni test alias"),
+        ..ifb_spec(&name, 0)
+    };
+    wire::start();
+    let made = host.create_link_get(&spec).unwrap();
+    let log = wire::take();
+    assert_eq!(made.alias.as_deref(), Some("cni test alias"));
+    let sent: Vec<_> = log.iter().filter(|(d, _)| *d == Dir::Sent).collect();
+    assert_eq!(sent.len(), 1, "one datagram: {log:02x?}");
+    let msgs = decode(&sent.into_iter().cloned().collect::<Vec<_>>());
+    let kinds: Vec<_> = msgs
+        .iter()
+        .map(|(_, m, _)| match m {
+            RouteNetlinkMessage::GetLink(l) => {
+                assert!(l.attributes.contains(&LinkAttribute::IfName(name.clone())));
+                "get"
+            }
+            RouteNetlinkMessage::NewLink(l) => {
+                assert!(link_infos(l).contains(&&LinkInfo::Kind(InfoKind::Ifb)));
+                "new"
+            }
+            RouteNetlinkMessage::SetLink(l) => {
+                assert_eq!(l.header.index, 0, "by name");
+                assert!(l.attributes.contains(&LinkAttribute::IfName(name.clone())));
+                assert!(
+                    l.attributes
+                        .contains(&LinkAttribute::IfAlias("cni test alias".into()))
+                );
+                "set"
+            }
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["get", "new", "set", "get"]);
+    let in_ns = LinkSpec {
+        netns: Some(&open(&ns)),
+        ..spec.clone()
+    };
+    let e = host.create_link(&in_ns).unwrap_err();
+    assert!(e.to_string().contains("alias"), "{e}");
+    let _ = host.delete_link(&made);
 }
 
 fn tc_kind(attrs: &[TcAttribute]) -> String {

@@ -273,6 +273,8 @@ fn allmulticast_and_txqueuelen_are_set_as_iproute2_reads_them() {
 /// delete (`lo`) gives the child's error.
 #[test]
 fn detached_deletion_returns_with_the_link_gone() {
+    // The mechanism, whatever this machine's PID 1 would make of orphans.
+    assert!(skel::orphans::assume(true));
     let (a, b) = (TestNetns::new("dda"), TestNetns::new("ddb"));
     let host = Netlink::in_netns(&open(&a)).unwrap();
     let cont = Netlink::in_netns(&open(&b)).unwrap();

@@ -307,6 +307,38 @@ fn ifb_is_created_without_queue_and_goes_up_with_alias() {
     assert_eq!((plain.mtu, plain.alias, plain.up), (1500, None, true));
 }
 
+/// An IFB made with an alias ([`cni_net::LinkSpec::alias`]) has it as
+/// soon as it exists (one datagram: no kill can come between); a name
+/// already taken leaves the alias of the device that has it as it was.
+#[test]
+fn ifb_is_created_with_its_alias() {
+    let ns = TestNetns::new("tca");
+    let nl = Netlink::in_netns(&open(&ns)).unwrap();
+    let aliased = |name, alias| cni_net::LinkSpec {
+        alias: Some(alias),
+        ..common::ifb(name, 0)
+    };
+    let name = unique_name("cnirstca");
+    let ifb = nl
+        .create_link_get(&aliased(&name, "cni bandwidth: mine"))
+        .unwrap();
+    assert_eq!(ifb.alias.as_deref(), Some("cni bandwidth: mine"));
+    assert!(!ifb.up);
+    let e = nl
+        .create_link_get(&aliased(&name, "cni bandwidth: theirs"))
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    let now = nl.link_by_name(&name).unwrap();
+    assert_eq!(now.alias.as_deref(), Some("cni bandwidth: mine"));
+    let bare = unique_name("cnirstca");
+    ns.exec(&["ip", "link", "add", &bare, "type", "ifb"]);
+    let e = nl
+        .create_link(&aliased(&bare, "cni bandwidth: mine"))
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    assert_eq!(nl.link_by_name(&bare).unwrap().alias, None);
+}
+
 #[test]
 fn veth_peer_is_found_from_the_other_namespace() {
     let (host_ns, cont_ns) = (TestNetns::new("tcvh"), TestNetns::new("tcvc"));

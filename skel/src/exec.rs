@@ -102,9 +102,12 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Io { program, text } => write!(f, "{program}: {text}"),
-            Error::TimedOut { program, after, .. } => {
-                write!(f, "{program}: timed out after {after:?} and was killed")
-            }
+            Error::TimedOut { program, after, .. } => write!(
+                f,
+                "{program}: no answer within {} ({}), killed",
+                crate::deadline::describe(*after),
+                crate::deadline::VAR
+            ),
         }
     }
 }
@@ -329,8 +332,9 @@ pub enum Finish {
 /// A program left running by [`Running::wait_or_leave`]: its stdin was
 /// written in full and closed, its other pipes are closed (what it still
 /// prints is lost). Dropping this does not reap it: the process that
-/// inherits it when we exit does (init or a subreaper), as for the
-/// children `cni-net` leaves to release netlink sockets.
+/// inherits it when we exit does (init or a subreaper; only left where
+/// one will, see [`crate::orphans`]), as for the children `cni-net` leaves
+/// to release netlink sockets.
 #[derive(Debug)]
 pub struct LeftRunning(Child);
 
@@ -380,13 +384,18 @@ impl Running {
     /// it is readable (it must consume what made `fd` readable): once
     /// `done` says [`Watch::Done`] and stdin is written in full, stop there
     /// and leave the program running. Whatever comes first decides; a
-    /// deadline still applies until then.
+    /// deadline still applies until then. Where a program left running
+    /// would not be reaped after we exit ([`crate::orphans`]), the exit is
+    /// waited for.
     pub fn wait_or_leave(
         self,
         fd: BorrowedFd<'_>,
         mut done: impl FnMut() -> Watch,
     ) -> Result<Finish, Error> {
-        self.0.wait(Some((fd, &mut done)))
+        match crate::orphans::reaped() {
+            true => self.0.wait(Some((fd, &mut done))),
+            false => self.0.wait(None),
+        }
     }
 }
 

@@ -10,6 +10,13 @@
 //! process instead: same stdin, same environment with `CNI_COMMAND`
 //! overridden, stderr shared as a child's would be, and its stdout and exit
 //! code read exactly as a child's. Any other file is exec'd.
+//!
+//! Either way the plugin's answer is waited for at most
+//! [`crate::deadline::timeout`]: an exec'd plugin is then killed with what
+//! it started (its process group), one run in-process is left to end with
+//! ours; the error names the plugin and says it did not answer
+//! ([`Failed::answered`] is false, as for a plugin that died: what it took
+//! may still be held, see [`finish_add`]).
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -88,15 +95,31 @@ fn is_this_executable(bin: &std::fs::Metadata) -> bool {
     me == Some(id(bin))
 }
 
-/// A delegated plugin started by [`start`].
+/// A delegated plugin started by [`start`] (plugin and command, for
+/// messages).
 #[derive(Debug)]
-pub struct Running(Inner);
+pub struct Running(Inner, String, String);
 
 #[derive(Debug)]
 enum Inner {
     Child(exec::Running),
-    /// Run in-process: its exit code and stdout.
-    Thread(std::thread::JoinHandle<(i32, Vec<u8>)>),
+    /// Run in-process: its exit code and stdout, when it ends.
+    Thread(std::sync::mpsc::Receiver<(i32, Vec<u8>)>),
+}
+
+/// Why a delegated plugin gave no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub error: Error,
+    /// It answered with an error of its own. Otherwise it died or was
+    /// killed at the deadline, maybe holding what it had taken by then.
+    pub answered: bool,
+}
+
+impl From<Failed> for Error {
+    fn from(f: Failed) -> Error {
+        f.error
+    }
 }
 
 /// "text file busy" while a plugin binary is being replaced: a fresh
@@ -115,15 +138,21 @@ pub fn start(plugin: &str, command: &str, cni_path: &str, stdin: &[u8]) -> Resul
         && is_this_executable(&meta)
         && let Some(thread) = start_thread(entry, plugin, command, stdin)
     {
-        return Ok(Running(Inner::Thread(thread)));
+        return Ok(Running(
+            Inner::Thread(thread),
+            plugin.to_string(),
+            command.to_string(),
+        ));
     }
     exec::Command::new(&bin)
         .env("CNI_COMMAND", command)
         .stdin(stdin)
         .inherit_stderr()
         .retry_busy(BUSY_ATTEMPTS, BUSY_DELAY)
+        .timeout(crate::deadline::timeout())
+        .own_process_group()
         .start()
-        .map(|r| Running(Inner::Child(r)))
+        .map(|r| Running(Inner::Child(r), plugin.to_string(), command.to_string()))
         .map_err(|e| Error::internal(e.to_string()))
 }
 
@@ -135,9 +164,10 @@ fn start_thread(
     plugin: &str,
     command: &str,
     stdin: &[u8],
-) -> Option<std::thread::JoinHandle<(i32, Vec<u8>)>> {
+) -> Option<std::sync::mpsc::Receiver<(i32, Vec<u8>)>> {
     let command = command.to_string();
     let input = stdin.to_vec();
+    let (send, receive) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(plugin.to_string())
         .spawn(move || {
@@ -147,20 +177,45 @@ fn start_thread(
             };
             let mut out = Vec::new();
             let code = entry(&env, &mut &input[..], &mut out, &mut std::io::stderr());
-            (code, out)
+            // The waiter may have given up at the deadline.
+            let _ = send.send((code, out));
         })
-        .ok()
+        .ok()?;
+    Some(receive)
 }
 
 impl Running {
     /// Wait for the plugin: its stdout on success, else its error as the
     /// reference's `invoke` reports it (`pluginErr`).
     pub fn wait(self) -> Result<Vec<u8>, Error> {
-        let out = match self.0 {
-            Inner::Child(child) => child.wait().map_err(|e| Error::internal(e.to_string()))?,
+        self.finish().map_err(Error::from)
+    }
+
+    /// [`Running::wait`], telling a plugin's own error from no answer.
+    pub fn finish(self) -> Result<Vec<u8>, Failed> {
+        let Running(inner, plugin, command) = self;
+        let silent = |error| Failed {
+            error,
+            answered: false,
+        };
+        let out = match inner {
+            Inner::Child(child) => child.wait().map_err(|e| {
+                silent(match e {
+                    exec::Error::TimedOut { after, .. } => {
+                        no_answer(&plugin, &command, after, "killed")
+                    }
+                    e => Error::internal(e.to_string()),
+                })
+            })?,
             Inner::Thread(thread) => {
-                let (code, stdout) = thread.join().map_err(|_| {
-                    Error::internal("netplugin failed with no error message: panicked")
+                let after = crate::deadline::timeout();
+                let (code, stdout) = thread.recv_timeout(after).map_err(|e| {
+                    silent(match e {
+                        std::sync::mpsc::RecvTimeoutError::Timeout => {
+                            no_answer(&plugin, &command, after, "no longer waited for")
+                        }
+                        _ => Error::internal("netplugin failed with no error message: panicked"),
+                    })
                 })?;
                 exec::Output {
                     status: std::process::ExitStatus::from_raw((code & 0xff) << 8),
@@ -173,18 +228,31 @@ impl Running {
             return Ok(out.stdout);
         }
         if out.stdout.is_empty() {
-            return Err(Error::internal(format!(
+            return Err(silent(Error::internal(format!(
                 "netplugin failed with no error message: {}",
                 exec::status_text(out.status)
-            )));
+            ))));
         }
-        Err(Error::from_json(&out.stdout).unwrap_or_else(|e| {
+        let error = Error::from_json(&out.stdout).unwrap_or_else(|e| {
             Error::internal(format!(
                 "netplugin failed but error parsing its diagnostic message {}: {e}",
                 quote(&String::from_utf8_lossy(&out.stdout))
             ))
-        }))
+        });
+        Err(Failed {
+            error,
+            answered: true,
+        })
     }
+}
+
+/// `plugin command` gave no answer within `after`, and what became of it.
+fn no_answer(plugin: &str, command: &str, after: Duration, fate: &str) -> Error {
+    Error::internal(format!(
+        "plugin {plugin} ({command}) gave no answer within {} ({}): {fate}",
+        crate::deadline::describe(after),
+        crate::deadline::VAR
+    ))
 }
 
 /// Delegate ADD and parse the result. A result without `cniVersion` is
@@ -201,6 +269,17 @@ pub fn delegate_add(
 /// The result of an ADD started with [`start`], as [`delegate_add`] reads it.
 pub fn wait_add(running: Running, plugin: &str, cni_version: &str) -> Result<CniResult, Error> {
     parse_add(plugin, running.wait()?, cni_version)
+}
+
+/// [`wait_add`], telling a plugin's own error (it holds nothing: the
+/// plugin undid its failure) from no answer (killed at the deadline, or
+/// dead: what it took may be held, and its DEL releases it).
+pub fn finish_add(running: Running, plugin: &str, cni_version: &str) -> Result<CniResult, Failed> {
+    let out = running.finish()?;
+    parse_add(plugin, out, cni_version).map_err(|error| Failed {
+        error,
+        answered: true,
+    })
 }
 
 fn parse_add(plugin: &str, out: Vec<u8>, cni_version: &str) -> Result<CniResult, Error> {

@@ -11,7 +11,10 @@
 //! [`conf`] (shared config keys, `prevResult`), [`args`] (CNI_ARGS),
 //! [`version`], [`exec`] (running a program), [`invoke`] (delegation to
 //! IPAM plugins through it), [`netns`] (the `CNI_NETNS` check), [`error`],
-//! [`failpoint`] (failure injection for tests, debug builds only),
+//! [`failpoint`] (failure and kill injection for tests, debug builds
+//! only), the process-wide policies [`orphans`] (whether a child may be
+//! left for another to reap) and [`deadline`] (how long any wait lasts),
+//! [`statefile`] (state files written, locked and read safely),
 //! [`gojson`] (Go's JSON decoding and encoding rules, for every config read
 //! and every document printed), and two encodings the reference's on-disk
 //! and on-wire names depend on: [`sha512`] and [`base64`].
@@ -19,13 +22,16 @@
 pub mod args;
 pub mod base64;
 pub mod conf;
+pub mod deadline;
 pub mod error;
 pub mod exec;
 pub mod failpoint;
 pub mod gojson;
 pub mod invoke;
 pub mod netns;
+pub mod orphans;
 pub mod sha512;
+pub mod statefile;
 pub mod types;
 pub mod version;
 

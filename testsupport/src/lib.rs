@@ -19,6 +19,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub mod firewalld;
 mod host;
+pub mod kill;
+pub mod orphans;
+pub mod planted;
 pub mod seccomp;
 pub mod strace;
 pub mod traffic;
@@ -274,6 +277,41 @@ fn strip_handles(v: &mut serde_json::Value) {
     }
 }
 
+/// An exclusive `flock` on a file held by another process (`flock -o`,
+/// which holds it alone: killing it releases the lock) until dropped; for
+/// the tests of bounded lock waits.
+pub struct HeldLock(std::process::Child);
+
+impl HeldLock {
+    /// Held once this returns.
+    pub fn new(path: &Path) -> HeldLock {
+        let child = Command::new("flock")
+            .arg("-o")
+            .arg(path)
+            .args(["sleep", "600"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
+        // flock runs its command once it holds the lock.
+        while orphans::children(child.id()).is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        HeldLock(child)
+    }
+
+    /// The holder's PID, as `/proc/locks` names it.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A host link (bridge, veth end, ...) deleted on drop if it still exists.
 pub struct LinkGuard(pub String);
 
@@ -372,6 +410,10 @@ pub struct Call {
     pub stdin: Vec<u8>,
     /// Extra variables (e.g. `CNI_NETNS_OVERRIDE`).
     pub env: Vec<(String, String)>,
+    /// Kill the process (`SIGKILL`) this long after it started.
+    pub kill_after: Option<std::time::Duration>,
+    /// Start it in a session of its own (see [`PluginRun::pid`]).
+    pub new_session: bool,
 }
 
 impl Call {
@@ -415,6 +457,21 @@ impl Call {
         self.env(skel::failpoint::FAIL_VAR, point)
     }
 
+    /// Make the plugin kill itself at the point `spec` (`<point>` or
+    /// `<point>#<n>`, see `skel::failpoint`; debug builds only).
+    pub fn kill_at(mut self, spec: &str) -> Call {
+        self.new_session = true;
+        self.env(skel::failpoint::KILL_VAR, spec)
+    }
+
+    /// Kill the plugin with `SIGKILL` `after` it started (if it still
+    /// runs), as a runtime's timeout or the OOM killer would.
+    pub fn kill_after(mut self, after: std::time::Duration) -> Call {
+        self.kill_after = Some(after);
+        self.new_session = true;
+        self
+    }
+
     /// Run `bin` the way libcni does: every `CNI_*` variable exported (empty
     /// when unset), config on stdin, stdout and stderr captured.
     pub fn run(&self, bin: &Path) -> PluginRun {
@@ -444,16 +501,36 @@ impl Call {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        if self.new_session {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setsid is async-signal-safe and touches no memory.
+            unsafe {
+                cmd.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(drop)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(&self.stdin);
         }
+        if let Some(after) = self.kill_after {
+            std::thread::sleep(after);
+            // Not reaped yet: the pid is still the child's.
+            let _ = child.kill();
+        }
+        let pid = child.id();
         let out = child
             .wait_with_output()
             .unwrap_or_else(|e| panic!("wait {}: {e}", bin.display()));
-        PluginRun::from_output(out)
+        PluginRun {
+            pid,
+            ..PluginRun::from_output(out)
+        }
     }
 }
 
@@ -479,6 +556,11 @@ impl Failpoints {
         call.env(skel::failpoint::LOG_VAR, log.to_str().unwrap_or_default())
     }
 
+    /// Every point recorded so far, in order, with repeats.
+    pub fn all(&self) -> Vec<String> {
+        self.passed("")
+    }
+
     /// The points recorded so far whose names start with `prefix`
     /// (`"bridge/"`), in order.
     pub fn passed(&self, prefix: &str) -> Vec<String> {
@@ -502,6 +584,9 @@ impl Default for Failpoints {
 pub struct PluginRun {
     /// Exit code; -1 when killed by a signal.
     pub code: i32,
+    /// The process's id; with [`Call::kill_at`] or [`Call::kill_after`]
+    /// also its session's, which the processes it started keep.
+    pub pid: u32,
     pub stdout: String,
     pub stderr: String,
 }
@@ -510,6 +595,7 @@ impl PluginRun {
     fn from_output(out: Output) -> PluginRun {
         PluginRun {
             code: out.status.code().unwrap_or(-1),
+            pid: 0,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }

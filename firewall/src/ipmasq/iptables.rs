@@ -100,10 +100,18 @@ pub fn teardown_batch(save: &Save, chains: &[String]) -> Batch {
 /// goes, with every jump, only when no other address jumps to it, or when
 /// `addrs` is empty (nothing tells the attachments apart).
 pub fn detach_batch(save: &Save, family: Family, chain: &str, addrs: &[IpNetwork]) -> Batch {
+    detach_batch_by(save, chain, |j| {
+        addrs.is_empty() || addrs.iter().any(|a| jumps_from(j, family, a))
+    })
+}
+
+/// The batch removing the jumps to `chain` that are `mine`, and the chain
+/// with every jump when all are.
+fn detach_batch_by(save: &Save, chain: &str, mine: impl Fn(&str) -> bool) -> Batch {
     let (mine, others): (Vec<&str>, Vec<&str>) = save
         .rules_referencing(TABLE, chain)
         .into_iter()
-        .partition(|j| addrs.is_empty() || addrs.iter().any(|a| jumps_from(j, family, a)));
+        .partition(|j| mine(j));
     if others.is_empty() {
         return teardown_batch(save, &[chain.to_string()]);
     }
@@ -136,6 +144,15 @@ pub fn save(family: Family) -> Result<Save> {
 /// `save`.
 pub fn detach(family: Family, save: &Save, chain: &str, addrs: &[IpNetwork]) -> Result<()> {
     restore_until_done(family, save, |s| detach_batch(s, family, chain, addrs))
+}
+
+/// Remove the jumps to `chain` in one family from every address but
+/// `spare`'s (other attachments of the container), and the chain when no
+/// jump is left: for an attachment none of whose addresses of the family
+/// is known.
+pub fn detach_unseen(family: Family, save: &Save, chain: &str, spare: &[IpNetwork]) -> Result<()> {
+    let ours = |j: &str| !spare.iter().any(|a| jumps_from(j, family, a));
+    restore_until_done(family, save, |s| detach_batch_by(s, chain, ours))
 }
 
 /// Remove `chains` and the jumps to them, in one family.

@@ -152,15 +152,52 @@ pub fn setup(
 /// every jump to it, so none are needed. A backend that is unusable here is skipped under
 /// [`Scope::Every`].
 pub fn teardown(nl: &Netlink, scope: Scope, addrs: &[IpNetwork], o: &Owner<'_>) -> Result<()> {
+    teardown_view(nl, scope, addrs, None, o)
+}
+
+/// [`teardown`] from what DEL saw without `prevResult`: `addrs` were on
+/// the container's interface, which need not have held every address of
+/// the attachment (an ADD killed after its rules were written and before
+/// its IPv6 address was set). So every family is looked at, and in one
+/// where none of `addrs` is, the jumps to the attachment's chain from
+/// addresses that none of `others` (the container's other interfaces,
+/// other attachments of the same container that share the chain) holds
+/// are the attachment's.
+pub fn teardown_seen(
+    nl: &Netlink,
+    scope: Scope,
+    addrs: &[IpNetwork],
+    others: &[IpNetwork],
+    o: &Owner<'_>,
+) -> Result<()> {
+    teardown_view(nl, scope, addrs, Some(others), o)
+}
+
+fn teardown_view(
+    nl: &Netlink,
+    scope: Scope,
+    addrs: &[IpNetwork],
+    others: Option<&[IpNetwork]>,
+    o: &Owner<'_>,
+) -> Result<()> {
     let mut errors = Vec::new();
     if scope.includes(Backend::Nftables) {
         keep_error(&mut errors, scope, nft::teardown(nl, o));
     }
     if scope.includes(Backend::Iptables) {
         let chain = iptables_chain(o.network, o.container_id);
-        for (family, save) in saved(families(addrs)) {
-            let addrs = of_family(addrs, family);
-            let r = save.and_then(|s| iptables::detach(family, &s, &chain, &addrs));
+        let families = match others {
+            Some(_) => vec![Family::V4, Family::V6],
+            None => families(addrs),
+        };
+        for (family, save) in saved(families) {
+            let mine = of_family(addrs, family);
+            let r = save.and_then(|s| match others {
+                Some(others) if mine.is_empty() => {
+                    iptables::detach_unseen(family, &s, &chain, others)
+                }
+                _ => iptables::detach(family, &s, &chain, &mine),
+            });
             keep_error(&mut errors, scope, r);
         }
     }

@@ -19,16 +19,23 @@
 //! exclusive-create protocol the Go plugin relies on still holds, and a
 //! lease name never exists with partial content, whatever happens to the
 //! writer (SIGKILL, full disk).
+//!
+//! No file is opened through a link planted at its name
+//! ([`skel::statefile`]): `lock` and `last_reserved_ip.N` are opened with
+//! `O_NOFOLLOW` (a link there is replaced by the file), temporary files
+//! are created with `O_EXCL`, and a network directory that is a link is
+//! refused. Leases are read as the reference reads them, links followed
+//! (a lease that is a link is a lease; reading harms no file). The lock is waited for
+//! within [`skel::deadline::timeout`].
 
 use std::collections::HashSet;
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::OFlag;
 
 use crate::error::Error;
 use crate::gotext::{ip_string, lease_name_ip, parse_ip, trim_space};
@@ -150,11 +157,7 @@ fn net_dir(data_dir: &Path, name: &str) -> Result<PathBuf, Error> {
 }
 
 fn mkdir(path: &Path, mode: u32) -> Result<(), Error> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(mode)
-        .create(path)
-        .map_err(|e| Error::io("mkdir", path, &e))
+    skel::statefile::create_dir(path, mode).map_err(|e| Error::io("mkdir", path, &e))
 }
 
 impl Store {
@@ -177,17 +180,11 @@ impl Store {
 
     fn lock(data_dir: &Path, name: &str, net_dir: PathBuf) -> Result<Store, Error> {
         let lock_path = net_dir.join(LOCK);
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&lock_path)
+        let lock = skel::statefile::open_lock(&lock_path, 0o600)
             .map_err(|e| Error::io("open", &lock_path, &e))?;
-        // The Go plugin locks the same file with flock(LOCK_EX), which is
-        // what File::lock does on Linux, so the two exclude each other.
-        lock.lock().map_err(|e| Error::io("lock", &lock_path, &e))?;
+        // The Go plugin locks the same file with flock(LOCK_EX), as
+        // statefile::lock does, so the two exclude each other.
+        skel::statefile::lock(&lock).map_err(|e| Error::io("lock", &lock_path, &e))?;
         let state_dir = data_dir.join(STATE_DIR).join(name);
         mkdir(&state_dir.join("tmp"), 0o700)?;
         mkdir(&state_dir.join("owners"), 0o700)?;
@@ -291,26 +288,8 @@ impl Store {
     /// for index files written while the index is known to be unsealed,
     /// so a torn file is never trusted.
     pub fn write_in_place(path: &Path, content: &[u8], pad: bool) -> Result<(), Error> {
-        let err = |e: io::Error| Error::io("write", path, &e);
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(err)?;
-        let old = f.metadata().map_err(err)?.len();
-        f.write_all_at(content, 0).map_err(err)?;
-        let len = content.len() as u64;
-        if old > len {
-            if pad {
-                let spaces = vec![b' '; (old - len) as usize];
-                f.write_all_at(&spaces, len).map_err(err)?;
-            } else {
-                f.set_len(len).map_err(err)?;
-            }
-        }
-        Ok(())
+        skel::statefile::write_in_place(path, content, pad, 0o600)
+            .map_err(|e| Error::io("write", path, &e))
     }
 
     /// Create the lease `ip` holding `key`; `false` when the address is
@@ -433,28 +412,9 @@ impl Drop for Store {
 /// missing, unreadable, not a regular file or longer. Opened without
 /// blocking and read with a bound, so a FIFO or a link to `/dev/zero`
 /// under a lease's name cannot stall the call (the reference would hang).
+/// Unlike writes, reads follow a link, as the reference's do.
 fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlag::O_NONBLOCK.bits())
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    // Leases are tiny: one read into a small buffer, no size hint (this
-    // runs once per lease when the index is rebuilt).
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 512];
-    loop {
-        match (&f).read(&mut chunk) {
-            Ok(0) => return Some(buf),
-            Ok(n) if buf.len() + n <= max => buf.extend_from_slice(&chunk[..n]),
-            Ok(_) => return None,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
+    skel::statefile::read_small_following(path, max)
 }
 
 /// The taken addresses in `dir`. Costs one `readdir`, no file is opened.

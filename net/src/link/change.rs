@@ -135,11 +135,15 @@ impl Netlink {
     /// then ends, reaped by whoever inherits it (as for the netfilter
     /// socket, see [`Netlink`]). We watch the link disappear, then make a
     /// request that needs the RTNL lock, which the kernel holds until the
-    /// unregistration is complete. Without a child the deletion is made
-    /// here, in full. Success means the link is gone, whoever removed it;
-    /// the child's error when the kernel refused to.
+    /// unregistration is complete. Without a child (none can be made, or
+    /// none would be reaped: [`skel::orphans`]) the deletion is made here,
+    /// in full. Success means the link is gone, whoever removed it; the
+    /// child's error when the kernel refused to.
     pub fn delete_link_detached(&self, link: &Link) -> Result<()> {
         use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        if !skel::orphans::reaped() {
+            return self.delete_link(link);
+        }
         let op = format!("delete link {}", link.name);
         let message = || Msg::new(RTM_DELLINK, 0, &ifinfo(0, link.index, 0, 0));
         let Some(child) = self.request_detached(message())? else {

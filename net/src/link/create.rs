@@ -26,9 +26,9 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 
 use super::{
-    IFF_UP, IFLA_ADDRESS, IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINK, IFLA_LINKINFO,
-    IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_TXQLEN, Kind, Link, RTM_NEWLINK, RTM_SETLINK,
-    get_by_name, ifinfo, links_of,
+    IFF_UP, IFLA_ADDRESS, IFLA_IFALIAS, IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINK,
+    IFLA_LINKINFO, IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_TXQLEN, Kind, Link, RTM_NEWLINK,
+    RTM_SETLINK, get_by_name, ifinfo, links_of,
 };
 use crate::error::{Error, Result};
 use crate::netlink::{Msg, NLM_F_CREATE, NLM_F_EXCL, Netlink};
@@ -58,6 +58,13 @@ pub struct LinkSpec<'a> {
     pub up: bool,
     /// The other end of a veth pair, created with it.
     pub peer: Option<Peer<'a>>,
+    /// `IFLA_IFALIAS`, which the kernel ignores in `RTM_NEWLINK`: set by
+    /// name right after the creation, in the same datagram, so that the
+    /// link has it from its creation on for whoever looks, even when the
+    /// creator is killed right after (bandwidth's IFB, whose alias tells
+    /// GC whose it is). Only for a link made in the connection's own
+    /// namespace ([`Netlink::create_link_get`]).
+    pub alias: Option<&'a str>,
 }
 
 /// The other end of a veth pair.
@@ -85,6 +92,7 @@ impl<'a> LinkSpec<'a> {
             master: None,
             up: false,
             peer: None,
+            alias: None,
         }
     }
 
@@ -120,6 +128,12 @@ impl<'a> LinkSpec<'a> {
         }
         if self.kind == Kind::Device {
             return Err(Error::other(self.describe(), "a device cannot be created"));
+        }
+        if self.alias.is_some() && self.netns.is_some() {
+            return Err(Error::other(
+                self.describe(),
+                "an alias is set in the connection's own namespace only",
+            ));
         }
         let flags = if self.up { IFF_UP } else { 0 };
         let mut m = Msg::new(
@@ -179,6 +193,9 @@ impl Netlink {
         if let Kind::Tun(_) = spec.kind {
             return super::tap::create(self, spec);
         }
+        if spec.alias.is_some() {
+            return self.create_link_get(spec).map(drop);
+        }
         self.request(&spec.describe(), spec.message()?).map(drop)
     }
 
@@ -232,10 +249,7 @@ impl Netlink {
             let _ = target.delete_link(&made);
             return Err(e);
         }
-        links_of(found?)
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+        first_link(found?, find_op)
     }
 
     /// [`Netlink::create_link`], and the link as the kernel reports it right
@@ -255,16 +269,62 @@ impl Netlink {
             super::tap::create(self, spec)?;
             return self.link_by_name(spec.name);
         }
+        if let Some(alias) = spec.alias {
+            return self.create_aliased(spec, alias);
+        }
         let (created, found) = self.request_pair(
             (&create_op, spec.message()?),
             (&find_op, get_by_name(spec.name)),
         );
         created?;
-        links_of(found?)
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::errno(find_op, nix::errno::Errno::ENODEV))
+        first_link(found?, find_op)
     }
+
+    /// [`Netlink::create_link_get`] of a spec with an alias: a lookup, the
+    /// creation, the alias set by name and a lookup, pipelined in one
+    /// datagram, which the kernel handles within one `sendmsg` (so a kill
+    /// cannot come between the creation and the alias). Should the name be
+    /// taken, the alias lands on the link that has it, and is put back as
+    /// the first lookup saw it.
+    fn create_aliased(&self, spec: &LinkSpec<'_>, alias: &str) -> Result<Link> {
+        let create_op = spec.describe();
+        let find_op = format!("find link {}", spec.name);
+        let alias_op = format!("set alias of {}", spec.name);
+        let mut set = Msg::new(RTM_SETLINK, 0, &ifinfo(0, 0, 0, 0));
+        set.str(IFLA_IFNAME, spec.name).str(IFLA_IFALIAS, alias);
+        let mut answers = self
+            .pipeline(vec![
+                (&find_op, get_by_name(spec.name)),
+                (&create_op, spec.message()?),
+                (&alias_op, set),
+                (&find_op, get_by_name(spec.name)),
+            ])
+            .into_iter();
+        let mut next = || {
+            answers
+                .next()
+                .unwrap_or_else(|| Err(Error::other("netlink", "no answer")))
+        };
+        let (before, created, aliased, found) = (next(), next(), next(), next());
+        if let (Err(e), Ok(before)) = (&created, before)
+            && let Some(old) = links_of(before).into_iter().next()
+            && old.alias.as_deref() != Some(alias)
+        {
+            let _ = self.set_alias(&old, old.alias.as_deref().unwrap_or(""));
+            return Err(e.clone());
+        }
+        created?;
+        aliased?;
+        first_link(found?, find_op)
+    }
+}
+
+/// The link of a lookup's replies (`ENODEV` when there is none).
+fn first_link(replies: Vec<Vec<u8>>, op: String) -> Result<Link> {
+    links_of(replies)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::errno(op, nix::errno::Errno::ENODEV))
 }
 
 /// The longest link name the kernel takes (`IFNAMSIZ` - 1).

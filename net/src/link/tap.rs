@@ -5,8 +5,9 @@
 //! `IFF_TUN_EXCL` (an existing device of that name is refused rather
 //! than attached to), `TUNSETOWNER` / `TUNSETGROUP`, and `TUNSETPERSIST`
 //! so that it outlives the descriptor. The rest of the [`LinkSpec`] (MTU,
-//! MAC, queue length, master, up) follows in one `RTM_SETLINK`; a device
-//! that cannot be finished is deleted.
+//! MAC, queue length, master, up, alias) follows in one `RTM_SETLINK` (the
+//! alias therefore not in the creation's datagram, as for other kinds); a
+//! device that cannot be finished is deleted.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -14,7 +15,9 @@ use std::os::fd::AsRawFd;
 use nix::libc;
 
 use super::kind::IFF_TAP;
-use super::{IFF_UP, IFLA_IFNAME, IFLA_MASTER, Kind, LinkSpec, RTM_SETLINK, Tun, ifinfo};
+use super::{
+    IFF_UP, IFLA_IFALIAS, IFLA_IFNAME, IFLA_MASTER, Kind, LinkSpec, RTM_SETLINK, Tun, ifinfo,
+};
 use crate::error::{Errno, Error, Result};
 use crate::netlink::{Msg, Netlink};
 
@@ -101,7 +104,10 @@ fn finish_message(spec: &LinkSpec<'_>) -> Option<Msg> {
     if let Some(master) = spec.master {
         m.u32(IFLA_MASTER, master);
     }
-    (spec.up || set || spec.master.is_some()).then_some(m)
+    if let Some(alias) = spec.alias {
+        m.str(IFLA_IFALIAS, alias);
+    }
+    (spec.up || set || spec.master.is_some() || spec.alias.is_some()).then_some(m)
 }
 
 /// [`Netlink::create_link`] of a [`Kind::Tun`] spec, in `nl`'s namespace.

@@ -120,6 +120,15 @@ pub(crate) struct Conn {
 const DRAIN_DATAGRAMS: usize = 256;
 
 impl Conn {
+    /// Close this socket: its final release left to a child process that
+    /// whoever inherits it when we exit reaps ([`Conn::release_detached`])
+    /// when [`skel::orphans::reaped`], else here.
+    pub(crate) fn release(self) {
+        if skel::orphans::reaped() {
+            let _ = self.release_detached();
+        }
+    }
+
     /// Close this socket, its final release done by a child process (see
     /// [`Netlink`]'s `Drop`), whose pid is returned. Without a pipe or a
     /// child, the socket is closed here.
@@ -209,20 +218,34 @@ impl Conn {
     /// Send several non-dump requests before reading any answer (the
     /// kernel handles them in order, each on its own), then collect each
     /// one's replies: one round trip instead of one per request.
-    /// At most [`PIPELINE_WINDOW`] requests are sent ahead of their answers.
+    /// At most [`PIPELINE_WINDOW`] requests are sent ahead of their answers,
+    /// in one datagram: the kernel handles all of them within the one
+    /// `sendmsg`, so a process killed meanwhile has made every request of
+    /// the window or none (bandwidth's IFB is created with its ownership
+    /// alias that way).
     pub(crate) fn pipeline(&self, reqs: Vec<(&str, Msg)>) -> Vec<Result<Replies>> {
         let mut out = Vec::with_capacity(reqs.len());
         let mut reqs = reqs.into_iter().peekable();
         while reqs.peek().is_some() {
-            let sent: Vec<_> = reqs
+            let mut datagram = Vec::new();
+            let sent: Vec<(&str, u32)> = reqs
                 .by_ref()
                 .take(PIPELINE_WINDOW)
-                .map(|(op, mut msg)| (op, self.send(op, &mut msg)))
+                .map(|(op, mut msg)| {
+                    let seq = self.next_seq();
+                    msg.seal(seq);
+                    datagram.extend_from_slice(&msg.buf);
+                    (op, seq)
+                })
                 .collect();
-            out.extend(
-                sent.into_iter()
-                    .map(|(op, seq)| seq.and_then(|s| self.collect(op, s).map(|(r, _)| r))),
-            );
+            let op = sent.first().map_or("netlink", |(op, _)| *op);
+            match self.send_bytes(op, &datagram) {
+                Ok(()) => out.extend(
+                    sent.into_iter()
+                        .map(|(op, s)| self.collect(op, s).map(|(r, _)| r)),
+                ),
+                Err(e) => out.extend(sent.iter().map(|_| Err(e.clone()))),
+            }
         }
         out
     }

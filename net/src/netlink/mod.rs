@@ -200,12 +200,12 @@ impl Netlink {
 /// waits out a grace period on its own: the kernel waits for the cleanup
 /// with the namespace's nf_tables commit mutex held, which every link
 /// deletion there needs too (measured: a bridge DEL right after an ADD
-/// with masquerade took 10 ms longer without it).
+/// with masquerade took 10 ms longer without it). Where no one would reap
+/// the child ([`skel::orphans`]), the socket is closed here, waiting.
 impl Drop for Netlink {
     fn drop(&mut self) {
         if let Some(conn) = self.netfilter.take() {
-            // The child is reaped by whoever inherits it when we exit.
-            let _ = conn.release_detached();
+            conn.release();
         }
     }
 }

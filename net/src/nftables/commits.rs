@@ -92,8 +92,7 @@ impl AsFd for CommitWatch {
 impl Drop for CommitWatch {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            // The child is reaped by whoever inherits it when we exit.
-            let _ = conn.release_detached();
+            conn.release();
         }
     }
 }

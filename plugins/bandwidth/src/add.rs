@@ -58,7 +58,8 @@ fn shape(
     }
     if let Some((rate, burst)) = limits.egress() {
         let name = ifb::name(&conf.name, &args.container_id);
-        let dev = undo.ifb(&name, veth.mtu, veth, &args.container_id)?;
+        let alias = ifb::alias(&conf.name, &args.container_id);
+        let dev = undo.ifb(&name, veth.mtu, alias.as_deref(), veth, &args.container_id)?;
         hit("bandwidth/ifb-created")?;
         result.interfaces.push(Interface {
             name: dev.name.clone(),
@@ -68,7 +69,6 @@ fn shape(
         undo.root_tbf(&dev, Tbf::reference(rate, burst, tick))
             .map_err(|e| e.context("create ifb qdisc"))?;
         hit("bandwidth/ifb-shaped")?;
-        let alias = ifb::alias(&conf.name, &args.container_id);
         undo.ifb_up(&dev, alias.as_deref())?;
         hit("bandwidth/ifb-up")?;
         undo.redirect(veth, &dev)?;

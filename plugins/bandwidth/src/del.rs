@@ -52,6 +52,8 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         errors.extend(failed);
         ours = redirected;
     }
+    // Kill point (tests): DEL after a kill anywhere finishes the job.
+    skel::failpoint::pass("bandwidth/del-unshaped");
     if let Some(dev) = &dev {
         // Another attachment of the container to this network (another
         // ifname) hashes to the same IFB, and may use it.

@@ -34,11 +34,15 @@ pub fn name(network: &str, container_id: &str) -> String {
 /// txqueuelen 0 type ifb`), down: a qdisc put on a device that is down
 /// spares the kernel waiting for it to go quiet (`dev_deactivate`). No
 /// queue: the qdisc put on the device is the only one (the reference sets
-/// 0 too, see its PR #1097). The kernel's MTU when `mtu` is 0.
-pub fn spec(name: &str, mtu: u32) -> LinkSpec<'_> {
+/// 0 too, see its PR #1097). The kernel's MTU when `mtu` is 0. With
+/// `alias` (see [`alias`]), the device has it from its creation on (set in
+/// the creation's datagram, [`LinkSpec::alias`]), so that GC knows it for
+/// this network's even when the ADD is killed right after.
+pub fn spec<'a>(name: &'a str, mtu: u32, alias: Option<&'a str>) -> LinkSpec<'a> {
     LinkSpec {
         mtu: (mtu > 0).then_some(mtu),
         txqlen: Some(0),
+        alias,
         ..LinkSpec::new(name, Kind::Ifb)
     }
 }

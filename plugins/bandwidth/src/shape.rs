@@ -97,9 +97,18 @@ impl<'a> Undo<'a> {
     /// ifname) hashes to the same name, as does network `ab` with
     /// container `c` and network `a` with container `bc`; sharing its IFB
     /// left it redirecting to nothing when either was deleted.
-    pub fn ifb(&mut self, name: &str, mtu: u32, veth: &Link, cid: &str) -> Result<Link, Error> {
+    pub fn ifb(
+        &mut self,
+        name: &str,
+        mtu: u32,
+        alias: Option<&str>,
+        veth: &Link,
+        cid: &str,
+    ) -> Result<Link, Error> {
         let fail = failed("adding link");
-        match self.nl.create_link_get(&crate::ifb::spec(name, mtu)) {
+        // Made with its alias, so that GC knows it for this network's even
+        // when this ADD is killed right after.
+        match self.nl.create_link_get(&crate::ifb::spec(name, mtu, alias)) {
             Ok(link) => {
                 self.made.push(Made::Ifb(link.clone()));
                 Ok(link)
@@ -193,7 +202,8 @@ impl<'a> Undo<'a> {
 }
 
 /// Remove from the host end `veth` what ADD put there for the IFB
-/// `ifb`: the ingress qdisc when it holds nothing but our redirect, and
+/// `ifb`: the ingress qdisc when it holds nothing but our redirect, or
+/// nothing at all (an ADD killed between the qdisc and its filter), and
 /// the root qdisc when it is `tbf` (ADD's, from the same limits). Anything
 /// else is left alone. Returns the failures, and whether `veth`'s ingress
 /// redirected everything to `ifb` (as [`redirects`] tells, from the same
@@ -214,7 +224,16 @@ pub fn unshape(
         match nl.filters(veth, tc::INGRESS_HANDLE) {
             Ok(filters) => {
                 redirected = filters.iter().any(|f| f.redirects_all_to(ifb.index));
-                if redirected && filters.iter().all(|f| is_ours(f, ifb.index)) {
+                let ours = filters.iter().all(|f| is_ours(f, ifb.index));
+                // No filter: an ingress qdisc ADD made and was killed
+                // before filling, or none at all (listing finds nothing).
+                let bare = || {
+                    filters.is_empty()
+                        && nl
+                            .qdisc_at(veth, tc::INGRESS_PARENT)
+                            .is_ok_and(|q| q.is_some_and(|q| q.is(&QdiscSpec::Ingress)))
+                };
+                if ours && (redirected || bare()) {
                     remove(nl.delete_qdisc(veth, tc::INGRESS_PARENT, tc::INGRESS_HANDLE));
                 }
             }

@@ -13,7 +13,7 @@
 use cni_attach::teardown::{self, Removal, Teardown};
 use cni_firewall::ipmasq::{self, Owner};
 use cni_firewall::{Scope, spoofchk};
-use cni_net::{IpNetwork, Netlink};
+use cni_net::Netlink;
 use skel::CmdArgs;
 
 use crate::config::Config;
@@ -23,20 +23,24 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
     let ipam = conf.is_layer3().then_some(conf.ipam_type.as_str());
     // Addresses narrow which iptables families are read; prevResult and the
-    // link both tell them.
-    let Teardown { addrs, mut errors } = teardown::del(args, ipam, Removal::Delete);
+    // link both tell them. Without prevResult (an ADD killed before it
+    // returned one), the link may not hold them all: the addresses of the
+    // container's other links tell which rules are not this attachment's.
+    let mut t = teardown::del(args, ipam, Removal::Delete);
     let masq = conf.is_layer3() && conf.ip_masq;
     if (conf.macspoofchk || masq)
-        && let Err(e) = firewall(args, &conf, masq, &addrs)
+        && let Err(e) = firewall(args, &conf, masq, &t)
     {
-        errors.push(e);
+        t.errors.push(e);
     }
-    crate::error::join(errors)
+    crate::error::join(t.errors)
 }
 
 /// Remove the spoof check and (with `masq`) the masquerade rules, from
-/// the configured backend or, when unset, from every backend.
-fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> Result<(), Error> {
+/// the configured backend or, when unset, from every backend; the
+/// attachment's addresses, and those of the container's other links when
+/// they were only seen on the link (see [`ipmasq::teardown_seen`]).
+fn firewall(args: &CmdArgs, conf: &Config, masq: bool, t: &Teardown) -> Result<(), Error> {
     let host = Netlink::host()?;
     let mut errors = Vec::new();
     if conf.macspoofchk
@@ -49,8 +53,13 @@ fn firewall(args: &CmdArgs, conf: &Config, masq: bool, addrs: &[IpNetwork]) -> R
         ifname: &args.ifname,
         container_id: &args.container_id,
     };
-    if masq && let Err(e) = ipmasq::teardown(&host, Scope::of(conf.ip_masq_backend), addrs, &owner)
-    {
+    let scope = Scope::of(conf.ip_masq_backend);
+    let removed = match (masq, &t.others) {
+        (false, _) => Ok(()),
+        (true, Some(others)) => ipmasq::teardown_seen(&host, scope, &t.addrs, others, &owner),
+        (true, None) => ipmasq::teardown(&host, scope, &t.addrs, &owner),
+    };
+    if let Err(e) = removed {
         errors.push(e);
     }
     Ok(cni_firewall::join(errors)?)

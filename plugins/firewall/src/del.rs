@@ -54,6 +54,8 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         true,
         &mut errors,
     );
+    // Kill point (tests): DEL after a kill anywhere finishes the job.
+    skel::failpoint::pass("firewall/del-rules-removed");
     if errors.is_empty() {
         Ok(record::remove(&conf.data_dir, &conf.name, cid, ifname)?)
     } else {

@@ -24,7 +24,11 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
         return Ok(());
     };
-    let _lock = record::lock(&conf.data_dir).ok();
+    // What killed writes left goes under the lock every writer holds.
+    let lock = record::lock(&conf.data_dir).ok();
+    if lock.is_some() {
+        cni_firewall::records::sweep(&conf.data_dir, &conf.name);
+    }
     let is_valid = |cid: &str, ifname: &str| valid.iter().any(|(c, i)| c == cid && i == ifname);
     let (stale, live): (Vec<_>, Vec<_>) = record::all(&conf.data_dir)
         .into_iter()

@@ -47,7 +47,7 @@ pub fn remove(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result
 /// name is checked against what the record holds).
 pub fn read(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Option<Record> {
     let path = records::path(data_dir, network, cid, ifname);
-    parse(network, &fs::read(path).ok()?)
+    parse(network, &records::read(&path)?)
         .filter(|r| r.network == network && r.container_id == cid && r.ifname == ifname)
 }
 

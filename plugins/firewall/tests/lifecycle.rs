@@ -637,3 +637,38 @@ fn del_by_record_starts_only_what_it_needs() {
     assert_eq!(lab.rules_of("10.240.80.3", "i1"), Vec::<String>::new());
     assert_eq!(lab.rules_of("fd40:80::3", "i1"), Vec::<String>::new());
 }
+
+/// No record is written through a link planted at its name, its
+/// temporary file's or the lock's, with either backend: the links'
+/// targets stay as they were, ADD writes root-only files in their place,
+/// DEL removes them.
+#[test]
+fn planted_links_are_never_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::new("fwpl");
+    for backend in BACKENDS {
+        let dir = lab.records.join(&lab.a.name);
+        let mut planted = testsupport::planted::Planted::new();
+        planted.plant(&[
+            dir.join("c1:eth0"),
+            dir.join(".c1:eth0.tmp"),
+            lab.records.join(".lock"),
+        ]);
+        added(&lab, backend, "c1", &["10.240.80.2/24"]);
+        planted.check(backend);
+        assert!(
+            planted.still_links().is_empty(),
+            "{:?}",
+            planted.still_links()
+        );
+        let mode = std::fs::metadata(dir.join("c1:eth0"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        lab.firewall("DEL", &bare(&lab, backend), "c1", "").ok();
+        planted.check(backend);
+        assert_eq!(lab.records(), 0);
+        assert_eq!(lab.rules_of("10.240.80.2", "c1"), Vec::<String>::new());
+    }
+}

@@ -45,6 +45,8 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             _ => {}
         }
     }
+    // Kill points (tests): DEL after a kill anywhere finishes the job.
+    skel::failpoint::pass("portmap/del-nftables-done");
     if scope.includes(Backend::Iptables) {
         remove_iptables(
             scope,
@@ -55,7 +57,9 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
             &mut errors,
         );
     }
+    skel::failpoint::pass("portmap/del-iptables-done");
     conntrack::flush_targets(&host, &targets);
+    skel::failpoint::pass("portmap/del-conntrack-done");
     if errors.is_empty() {
         Ok(record::remove(&conf.data_dir, &conf.name, cid, ifname)?)
     } else {

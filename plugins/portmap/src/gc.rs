@@ -33,8 +33,11 @@ pub fn gc(args: &CmdArgs) -> Result<(), Error> {
     let host = Netlink::host().map_err(|e| Error::internal(e.to_string()))?;
     let configured = conf.backend(false, &System::new(&host))?;
     let scope = Scope::of(configured.filter(|_| conf.backend.is_some()));
-    // Best effort, as in DEL.
-    let _lock = record::lock(&conf.data_dir).ok();
+    // Best effort, as in DEL; what killed writes left goes under it.
+    let lock = record::lock(&conf.data_dir).ok();
+    if lock.is_some() {
+        cni_firewall::records::sweep(&conf.data_dir, &conf.name);
+    }
     let ids: Vec<&str> = valid.iter().map(|(cid, _)| cid.as_str()).collect();
     let mut targets = Vec::new();
     let mut errors = Vec::new();

@@ -133,7 +133,7 @@ fn own(
         .into_iter()
         .find_map(|name| {
             let path = d.join(name);
-            let bytes = fs::read(&path).ok()?;
+            let bytes = records::read(&path)?;
             let r = parse(&bytes)?;
             let mine = r.conf.name == network && r.container_id == cid && r.ifname == ifname;
             mine.then_some((path, bytes, r))
@@ -148,7 +148,7 @@ pub fn exists(conf: &Config, cid: &str, ifname: &str) -> bool {
 /// Remove the attachment's record of an earlier version, if it names it.
 fn remove_legacy(data_dir: &Path, network: &str, cid: &str, ifname: &str) -> Result<(), Error> {
     let path = records::dir(data_dir, network).join(legacy_name(cid, ifname));
-    let Some(r) = fs::read(&path).ok().and_then(|b| parse(&b)) else {
+    let Some(r) = records::read(&path).and_then(|b| parse(&b)) else {
         return Ok(());
     };
     if r.conf.name == network && r.container_id == cid && r.ifname == ifname {

@@ -362,3 +362,48 @@ fn concurrent_dels_iptables() {
 fn concurrent_dels_nftables() {
     concurrent_dels("nftables");
 }
+
+/// No record is written through a link planted at its name, its
+/// temporary file's or the lock's, with either backend: the links'
+/// targets stay as they were, ADD writes root-only files in their place,
+/// DEL removes them. A network directory that is a link is refused.
+#[test]
+fn planted_links_are_never_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::new("ppl");
+    let (a, ra) = lab.container("ca");
+    for backend in ["iptables", "nftables"] {
+        let conf = lab.conf(None, maps(), json!({"backend": backend}));
+        let dir = lab.records.join(&lab.host.net);
+        let mut planted = testsupport::planted::Planted::new();
+        planted.plant(&[
+            dir.join("ca:eth0"),
+            dir.join(".ca:eth0.tmp"),
+            lab.records.join(".lock"),
+        ]);
+        lab.portmap("ADD", &with_prev(&conf, &ra), "ca", a.path())
+            .ok();
+        planted.check(backend);
+        assert!(
+            planted.still_links().is_empty(),
+            "{:?}",
+            planted.still_links()
+        );
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.join("ca:eth0")), 0o600);
+        lab.portmap("DEL", &with_prev(&conf, &ra), "ca", a.path())
+            .ok();
+        planted.check(backend);
+        assert_eq!(lab.records(), 0);
+        assert!(lab.rules_of(None, "ca").is_empty());
+    }
+    let other = lab.conf(Some("cnirsplanted"), maps(), json!({"backend": "nftables"}));
+    let elsewhere = testsupport::TempDir::new("pmelsewhere");
+    std::os::unix::fs::symlink(elsewhere.path(), lab.records.join("cnirsplanted")).unwrap();
+    let e = lab
+        .portmap("ADD", &with_prev(&other, &ra), "ca", a.path())
+        .err(999);
+    assert!(e["msg"].as_str().unwrap().contains("symbolic link"), "{e}");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    assert!(lab.rules_of(Some("cnirsplanted"), "ca").is_empty());
+}

@@ -52,7 +52,7 @@ impl Extra for Masquerade<'_> {
         let Some(scope) = self.started else {
             return Vec::new();
         };
-        masq::teardown(self.args, self.conf, host, scope, &[])
+        masq::teardown(self.args, self.conf, host, scope, (&[], None))
             .err()
             .into_iter()
             .collect()

@@ -8,7 +8,7 @@
 //! even when an earlier one failed, and all failures are reported together.
 
 use cni_attach::error::join;
-use cni_attach::teardown::{self, Removal, Teardown};
+use cni_attach::teardown::{self, Removal};
 use cni_firewall::Scope;
 use cni_net::Netlink;
 use skel::CmdArgs;
@@ -20,17 +20,19 @@ use crate::masq;
 pub fn del(args: &CmdArgs) -> Result<(), Error> {
     let conf = Config::parse(&args.stdin)?;
     // Addresses narrow which iptables families are read; prevResult and the
-    // interface both tell them.
-    let Teardown { addrs, mut errors } =
-        teardown::del(args, Some(&conf.ipam_type), Removal::Delete);
+    // interface both tell them. Without prevResult (an ADD killed before it
+    // returned one), the interface may not hold them all: the addresses of
+    // the container's other links tell which rules are not this one's.
+    let mut t = teardown::del(args, Some(&conf.ipam_type), Removal::Delete);
     if conf.ip_masq {
         let scope = Scope::of(conf.ip_masq_backend);
+        let view = (&t.addrs[..], t.others.as_deref());
         let removed = Netlink::host()
             .map_err(Error::from)
-            .and_then(|host| masq::teardown(args, &conf, &host, scope, &addrs));
+            .and_then(|host| masq::teardown(args, &conf, &host, scope, view));
         if let Err(e) = removed {
-            errors.push(e);
+            t.errors.push(e);
         }
     }
-    join(errors)
+    join(t.errors)
 }

@@ -40,15 +40,21 @@ pub fn setup(
 }
 
 /// Remove the attachment's rules from `scope`'s backends; `addrs` (maybe
-/// none) only narrows the iptables families looked at.
+/// none) only narrows the iptables families looked at, unless they were
+/// only seen on the interface: then with the addresses of the container's
+/// other links (see [`ipmasq::teardown_seen`]).
 pub fn teardown(
     args: &CmdArgs,
     conf: &Config,
     host: &Netlink,
     scope: Scope,
-    addrs: &[IpNetwork],
+    (addrs, others): (&[IpNetwork], Option<&[IpNetwork]>),
 ) -> Result<(), Error> {
-    Ok(ipmasq::teardown(host, scope, addrs, &owner(args, conf))?)
+    let o = owner(args, conf);
+    Ok(match others {
+        Some(others) => ipmasq::teardown_seen(host, scope, addrs, others, &o),
+        None => ipmasq::teardown(host, scope, addrs, &o),
+    }?)
 }
 
 /// The rules of every address of `prev` are installed.

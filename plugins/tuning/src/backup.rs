@@ -8,12 +8,17 @@
 //! renamed into place (never torn), and a record for the network, an
 //! empty file `<dataDir>/.tuning/<network>/<containerID>_<ifname>.json`,
 //! lets GC find the backups of its own attachments in a `dataDir` every
-//! network shares. The Go plugin never looks there.
+//! network shares. The Go plugin never looks there. The record is made
+//! first and the temporary file's name is the backup's own
+//! (`.tuning-<hash of the backup's name>.tmp`), so DEL and GC remove one a
+//! killed ADD left; no file is written or read through a link planted at
+//! its name ([`skel::statefile`]).
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
+
+use skel::statefile;
 
 use serde::{Deserialize, Serialize};
 
@@ -109,23 +114,17 @@ pub fn records_dir(data_dir: &Path, network: &str) -> PathBuf {
     data_dir.join(".tuning").join(dir)
 }
 
-/// Open `path` for writing, mode 0600, creating its directory (0700) only
-/// when it is missing: the common case costs one `open`.
-fn create(path: &Path, truncate: bool) -> std::io::Result<fs::File> {
-    let open = || {
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(truncate)
-            .mode(0o600)
-            .open(path)
-    };
-    match open() {
+/// Create the empty file `path` (mode 0600, a link at its name replaced),
+/// creating its directory (0700) only when it is missing: the common case
+/// costs one `open`.
+fn mark(path: &Path) -> std::io::Result<()> {
+    let make = || statefile::write_in_place(path, b"", false, 0o600);
+    match make() {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
-                DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+                statefile::create_dir(dir, 0o700)?;
             }
-            open()
+            make()
         }
         other => other,
     }
@@ -161,12 +160,21 @@ impl Backup {
         records_dir(&self.dir, &self.network).join(&self.file)
     }
 
-    /// The raw file, `None` when there is none.
+    /// The temporary file a write goes through: one per backup, short
+    /// whatever the backup's name.
+    fn temp_name(&self) -> String {
+        format!(".tuning-{}.tmp", skel::sha512::hex_prefix(&self.file, 32))
+    }
+
+    /// The raw file, `None` when there is none: a link in its place is no
+    /// backup, and is not read through.
     pub fn raw(&self) -> Result<Option<Vec<u8>>, Error> {
         let path = self.path();
-        match fs::read(&path) {
-            Ok(b) => Ok(Some(b)),
+        let mut bytes = Vec::new();
+        match statefile::open_read(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
+            Ok(_) => Ok(Some(bytes)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => Ok(None),
             Err(e) => Err(io("read", &path, &e)),
         }
     }
@@ -192,31 +200,24 @@ impl Backup {
         }
     }
 
-    /// Write `bytes` atomically (temporary file, then rename), mode 0600,
-    /// creating `dataDir` (0700) when needed, and record it for GC. The
-    /// temporary name is short and per process (one ADD per process): one
-    /// built from the backup's name failed with `file name too long` for
-    /// container IDs whose backup name the reference still writes.
+    /// Record it for GC, then write `bytes` atomically (temporary file,
+    /// then rename), mode 0600, creating `dataDir` (0700) when needed. The
+    /// temporary name is short: one built from the backup's name in full
+    /// failed with `file name too long` for container IDs whose backup
+    /// name the reference still writes.
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
-        let tmp = self.dir.join(format!(".tuning-{}.tmp", std::process::id()));
-        let written = create(&tmp, true)
-            .and_then(|mut f| f.write_all(bytes))
-            .and_then(|()| fs::rename(&tmp, self.path()));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(io("failed to save", &self.path(), &e));
-        }
         let record = self.record();
-        create(&record, false)
-            .map(drop)
-            .map_err(|e| io("failed to record", &record, &e))
+        mark(&record).map_err(|e| io("failed to record", &record, &e))?;
+        statefile::write(&self.dir, &self.file, &self.temp_name(), bytes, 0o600)
+            .map_err(|e| io("failed to save", &self.path(), &e))
     }
 
-    /// Remove the backup and its record; absent is fine, and so is a
-    /// `dataDir` that is not a directory (nothing can be in it: DEL failed
-    /// forever) or a directory in the backup's place (not a backup; left).
+    /// Remove the backup, a temporary file of it a killed ADD left, and
+    /// its record; absent is fine, and so is a `dataDir` that is not a
+    /// directory (nothing can be in it: DEL failed forever) or a directory
+    /// in the backup's place (not a backup; left).
     pub fn remove(&self) -> Result<(), Error> {
-        for path in [self.path(), self.record()] {
+        for path in [self.path(), self.dir.join(self.temp_name()), self.record()] {
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e)

@@ -51,6 +51,8 @@ fn restore(ns: &File, ifname: &str, backup: &Backup) -> Result<(), Error> {
         return backup.remove();
     };
     let failed = link::restore(&nl, &link, &saved);
+    // Kill point (tests): DEL after a kill anywhere finishes the job.
+    skel::failpoint::pass("tuning/del-restored");
     if !failed.retry.is_empty() {
         return Err(Error::config(
             [failed.retry, failed.never].concat().join("; "),

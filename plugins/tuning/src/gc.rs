@@ -12,6 +12,7 @@ use crate::error::Error;
 
 pub fn gc(args: &CmdArgs) -> Result<(), cni_attach::Error> {
     let conf = Config::parse(&args.stdin, &args.args)?;
+    sweep_dead_temporaries(&conf.data_dir);
     let Some(valid) = skel::conf::valid_attachments(&args.stdin)? else {
         eprintln!(
             "tuning: GC of network {} without cni.dev/valid-attachments: removing nothing",
@@ -57,5 +58,28 @@ pub fn gc(args: &CmdArgs) -> Result<(), cni_attach::Error> {
         Ok(())
     } else {
         Err(Error::config(failed.join("; ")).into())
+    }
+}
+
+/// Remove the temporary files earlier versions named after their process
+/// (`.tuning-<pid>.tmp`), left by an ADD killed before its rename, whose
+/// process is gone: no later call could tell them for anyone's. (Those of
+/// this version are named after their backup and go with it.)
+fn sweep_dead_temporaries(data_dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".tuning-")?.strip_suffix(".tmp"))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = skel::statefile::remove(&entry.path());
+        }
     }
 }

@@ -359,3 +359,55 @@ fn allowlist_lines_of_any_bytes() {
         "error parsing regexp: invalid UTF-8: `\u{fffd}`"
     );
 }
+
+/// No state file is written through a link planted at its name (the
+/// backup, its temporary file, its record for GC): the links' targets
+/// stay as they were, ADD writes real files in their place, DEL removes
+/// them.
+#[test]
+fn planted_links_are_never_followed() {
+    let c = Container::new("splant");
+    let conf = c.conf("1.0.0", json!({"mtu": 1400}));
+    let file = format!("{}_{}.json", c.id, c.ifname);
+    let temp = format!(".tuning-{}.tmp", skel::sha512::hex_prefix(&file, 32));
+    let mut planted = testsupport::planted::Planted::new();
+    planted.plant(&[
+        c.backup(),
+        c.data.join(&temp),
+        c.data.join(&format!(".tuning/tunenet/{file}")),
+    ]);
+    c.run("ADD", &conf).ok();
+    planted.check("ADD");
+    assert!(
+        planted.still_links().is_empty(),
+        "{:?}",
+        planted.still_links()
+    );
+    let saved: Value = serde_json::from_str(&c.backup_text().unwrap()).unwrap();
+    assert!(saved["mtu"].as_u64().is_some(), "{saved}");
+    c.run("DEL", &conf).ok();
+    planted.check("DEL");
+    assert!(c.data_files().is_empty(), "{:?}", c.data_files());
+}
+
+/// A temporary file an earlier version left when its ADD was killed
+/// (named after its process, which is gone) goes with GC; one of a live
+/// process stays.
+#[test]
+fn gc_removes_temporaries_of_earlier_versions_whose_process_is_gone() {
+    let c = Container::new("stmp");
+    let dead = c.data.join(".tuning-4194999.tmp");
+    let live = c.data.join(&format!(".tuning-{}.tmp", std::process::id()));
+    std::fs::write(&dead, "{").unwrap();
+    std::fs::write(&live, "{").unwrap();
+    let mut gc = c.conf("1.1.0", json!({}));
+    gc["cni.dev/valid-attachments"] = json!([]);
+    c.call("GC", &gc)
+        .netns("")
+        .ifname("")
+        .container_id("")
+        .run(ours())
+        .ok();
+    assert!(!dead.exists());
+    assert!(live.exists());
+}

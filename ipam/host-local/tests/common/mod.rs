@@ -97,6 +97,7 @@ pub fn run_bounded(bin: &Path, cmd: &str, id: &str, stdin: &str) -> PluginRun {
     }
     PluginRun {
         code: status.code().unwrap_or(-1),
+        pid: child.id(),
         stdout,
         stderr,
     }
