@@ -177,19 +177,68 @@ fn write_pidfile(path: &Path) -> Result<PathBuf> {
             "Error writing pidfile {quoted}: path not absolute"
         )));
     }
-    std::fs::write(path, std::process::id().to_string()).map_err(|e| {
-        Error::Io(format!(
-            "Error writing pidfile {quoted}: {}",
-            skel::io_text(&e)
-        ))
-    })?;
+    // A state file as any other (`skel::statefile`): written to a fresh
+    // temporary file beside it and renamed, never through a planted link.
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(d), Some(n)) => (d, n.to_string_lossy()),
+        _ => {
+            return Err(Error::Config(format!(
+                "Error writing pidfile {quoted}: not a file name"
+            )));
+        }
+    };
+    let pid = std::process::id().to_string();
+    skel::statefile::write(dir, &name, &format!(".{name}.tmp"), pid.as_bytes(), 0o644).map_err(
+        |e| {
+            Error::Io(format!(
+                "Error writing pidfile {quoted}: {}",
+                skel::io_text(&e)
+            ))
+        },
+    )?;
     Ok(path.to_path_buf())
 }
 
 /// Remove the pidfile if it still holds our pid (a successor's is not
-/// ours to remove).
+/// ours to remove); a link there is not followed.
 fn remove_pidfile(path: &Path) {
-    if std::fs::read_to_string(path).is_ok_and(|s| s.trim() == std::process::id().to_string()) {
-        let _ = std::fs::remove_file(path);
+    let ours = std::process::id().to_string();
+    if skel::statefile::read_small(path, 64)
+        .is_some_and(|s| String::from_utf8_lossy(&s).trim() == ours)
+    {
+        let _ = skel::statefile::remove(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pidfile is a state file: a link planted at its name or at its
+    /// temporary name is replaced, never written through; it is removed
+    /// only while it holds our pid.
+    #[test]
+    fn the_pidfile_never_follows_a_planted_link() {
+        let dir = testsupport::TempDir::new("pidfile");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let pid = dir.join("d.pid");
+        for planted in [pid.clone(), dir.join(".d.pid.tmp")] {
+            std::os::unix::fs::symlink(&victim, &planted).unwrap();
+            write_pidfile(&pid).unwrap();
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+            assert!(!std::fs::symlink_metadata(&pid).unwrap().is_symlink());
+            assert_eq!(
+                std::fs::read_to_string(&pid).unwrap(),
+                std::process::id().to_string()
+            );
+            remove_pidfile(&pid);
+            assert!(!pid.exists());
+            assert!(!dir.join(".d.pid.tmp").exists());
+        }
+        // A successor's pidfile is not ours to remove.
+        std::fs::write(&pid, "1").unwrap();
+        remove_pidfile(&pid);
+        assert!(pid.exists());
     }
 }

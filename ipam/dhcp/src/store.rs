@@ -5,24 +5,28 @@
 //! ```text
 //! <dir>/lock                 flock(LOCK_EX) for the daemon's lifetime
 //! <dir>/<hash>.json          one lease: its attachment, options and ACK
-//! <dir>/.tmp-<pid>-<n>       a record being written
+//! <dir>/.tmp-<hash>          that record being written
 //! ```
 //!
 //! `<hash>` is the first 32 hex digits of the SHA-512 of the client
-//! identifier. A record is written whole to a temporary file that cannot
-//! exist before (`O_EXCL`) and renamed over the old one: a daemon killed
-//! at any point leaves the old record or the new one, never a torn one.
+//! identifier. Files go through `skel::statefile`, as every plugin's state
+//! files: a record is written whole to its temporary file, made anew
+//! (`O_EXCL`: whatever is at that name, a link included, is removed
+//! first), and renamed over the old one: a daemon killed at any point
+//! leaves the old record or the new one, never a torn one, and at most
+//! one temporary file per record, which the next write of the record or
+//! the next daemon's start removes.
 //! Nothing is synced to disk: a record matters only while its container's
 //! namespace exists, and no namespace outlives the machine going down
 //! (an fsync was 4 ms of every ADD on a busy machine). Everything is
 //! root-only (files 0600, the directory 0700), and records are opened
 //! without following symlinks.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -155,18 +159,16 @@ impl Record {
 pub struct Store {
     dir: PathBuf,
     _lock: Flock<File>,
-    seq: AtomicU64,
+    /// Held while a record is written: its temporary file's name is fixed
+    /// (one per record), and two threads may write the same record.
+    writing: Mutex<()>,
 }
 
 impl Store {
     /// Open (creating it root-only if needed) and lock `dir`. A symlink
     /// there is refused; so is a directory another daemon holds.
     pub fn open(dir: &Path) -> Result<Store> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| Error::io("mkdir", dir, &e))?;
+        skel::statefile::create_dir(dir, 0o700).map_err(|e| Error::io("mkdir", dir, &e))?;
         let meta = fs::symlink_metadata(dir).map_err(|e| Error::io("stat", dir, &e))?;
         if !meta.is_dir() {
             return Err(Error::Io(format!(
@@ -181,15 +183,10 @@ impl Store {
             )));
         }
         let path = dir.join(LOCK);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| Error::io("open", &path, &e))?;
+        // Held for the daemon's lifetime: another daemon is refused at
+        // once rather than waited for.
+        let file =
+            skel::statefile::open_lock(&path, 0o600).map_err(|e| Error::io("open", &path, &e))?;
         let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
             Error::Io(format!(
                 "lock {}: {} (another dhcp daemon uses this state directory)",
@@ -200,7 +197,7 @@ impl Store {
         let store = Store {
             dir: dir.to_path_buf(),
             _lock: lock,
-            seq: AtomicU64::new(0),
+            writing: Mutex::new(()),
         };
         store.clean_temps();
         Ok(store)
@@ -210,9 +207,13 @@ impl Store {
         &self.dir
     }
 
+    /// The record's hash, which names its file and its temporary file.
+    fn hash(client_id: &str) -> String {
+        skel::sha512::hex_prefix(client_id, 32)
+    }
+
     fn path(&self, client_id: &str) -> PathBuf {
-        self.dir
-            .join(format!("{}.json", skel::sha512::hex_prefix(client_id, 32)))
+        self.dir.join(format!("{}.json", Store::hash(client_id)))
     }
 
     /// Write `rec`, replacing the record of the same lease.
@@ -220,22 +221,16 @@ impl Store {
         let mut text = serde_json::to_vec_pretty(&rec.to_disk())
             .map_err(|e| Error::Io(format!("encode lease record: {e}")))?;
         text.push(b'\n');
-        let n = self.seq.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.dir.join(format!("{TMP}{}-{n}", std::process::id()));
-        let written = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&text));
-        let target = self.path(&rec.att.client_id);
-        let renamed = written.and_then(|()| fs::rename(&tmp, &target));
-        if let Err(e) = renamed {
-            let _ = fs::remove_file(&tmp);
-            return Err(Error::io("write lease record", &target, &e));
-        }
-        Ok(())
+        let hash = Store::hash(&rec.att.client_id);
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        skel::statefile::write(
+            &self.dir,
+            &format!("{hash}.json"),
+            &format!("{TMP}{hash}"),
+            &text,
+            0o600,
+        )
+        .map_err(|e| Error::io("write lease record", &self.path(&rec.att.client_id), &e))
     }
 
     /// The record of `client_id`, if there is a readable one.
@@ -247,11 +242,8 @@ impl Store {
     /// Forget the lease of `client_id`.
     pub fn remove(&self, client_id: &str) {
         let path = self.path(client_id);
-        match fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                log(format!("remove {}: {}", path.display(), skel::io_text(&e)));
-            }
-            _ => {}
+        if let Err(e) = skel::statefile::remove(&path) {
+            log(format!("remove {}: {}", path.display(), skel::io_text(&e)));
         }
     }
 
@@ -276,7 +268,7 @@ impl Store {
         };
         for e in entries.flatten() {
             if e.file_name().to_string_lossy().starts_with(TMP) {
-                let _ = fs::remove_file(e.path());
+                let _ = skel::statefile::remove(&e.path());
             }
         }
     }
@@ -285,10 +277,7 @@ impl Store {
 /// A record file: a regular file (a symlink is not followed), of bounded
 /// size, that decodes. What does not is reported.
 fn read(path: &Path) -> Option<Record> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path);
+    let file = skel::statefile::open_read(path);
     let mut file = match file {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,

@@ -77,6 +77,12 @@ fn planted_symlinks_and_junk_are_not_followed() {
     assert!(s.load("ctr/net/eth0").is_some());
     fs::write(dir.join("state/junk.json"), "{not json").unwrap();
     assert_eq!(s.list().len(), 1);
+    // A link planted at a record's temporary name is not written through.
+    let tmp = dir.join(&format!("state/{TMP}{}", Store::hash("ctr/net/eth0")));
+    std::os::unix::fs::symlink(&secret, &tmp).unwrap();
+    s.save(&record("ctr/net/eth0")).unwrap();
+    assert_eq!(fs::read_to_string(&secret).unwrap(), "do not read");
+    assert!(fs::symlink_metadata(&tmp).is_err());
     // A temporary file a killed daemon left is cleaned on the next open.
     fs::write(dir.join("state/.tmp-1-1"), "half").unwrap();
     drop(s);
