@@ -30,21 +30,10 @@ impl Temp {
         fill: impl FnOnce(&mut File, &Path) -> Result<()>,
     ) -> Result<Temp> {
         let path = Temp::path(dir, name, tag);
-        let open = || {
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .open(&path)
-        };
-        let mut file = match open() {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                remove(&path)?;
-                open()
-            }
-            r => r,
-        }
-        .map_err(Error::io("create", &path))?;
+        // The one way a file that cannot pre-exist is made (state files
+        // too): O_EXCL, O_NOFOLLOW, what is in the way removed first.
+        let mut file =
+            skel::statefile::create_new(&path, mode).map_err(Error::io("create", &path))?;
         let temp = Temp {
             path,
             placed: false,
@@ -113,10 +102,9 @@ pub fn hard_link(target: &Path, link: &Path) -> std::io::Result<()> {
 }
 
 fn remove(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path)(e)),
-        _ => Ok(()),
-    }
+    skel::statefile::remove(path)
+        .map(drop)
+        .map_err(Error::io("remove", path))
 }
 
 /// Copy `src`'s bytes into `dst`.
