@@ -157,10 +157,21 @@ fn run(net: &Net, mode: &str, cycles: u32) -> Option<Outcome> {
     let mut child = spawn_under_init(&cgroup, host.name(), mode, &["sh", "-c", DRIVER], &env);
     let init = init_of(&child);
     let mut max_zombies = 0;
+    // Each cycle must end within the tests' deadline (a stalled run fails
+    // rather than hangs; the bound scales with the cycles).
+    let (mut seen, mut since) = (String::new(), std::time::Instant::now());
     let status = loop {
         max_zombies = max_zombies.max(zombies_of(init));
         if let Some(s) = child.try_wait().unwrap() {
             break s;
+        }
+        let now = std::fs::read_to_string(&progress).unwrap_or_default();
+        if now != seen {
+            (seen, since) = (now, std::time::Instant::now());
+        } else if since.elapsed() > testsupport::deadline() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the driver under {mode} made no progress within the deadline (at {seen:?})");
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };

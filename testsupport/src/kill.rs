@@ -161,14 +161,11 @@ fn check(s: &Scenario<'_>, when: &str) {
 /// Wait until no process of session `sid` runs (zombies aside: nobody may
 /// reap them here).
 fn wait_session_gone(sid: u32, what: &str, name: &str) {
-    let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    while session_alive(sid) {
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {what}: what the call started still runs after a minute"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    assert!(
+        crate::wait::eventually(|| !session_alive(sid)),
+        "{name}: {what}: what the call started still runs after {:?}",
+        crate::wait::deadline()
+    );
 }
 
 fn session_alive(sid: u32) -> bool {

@@ -293,10 +293,14 @@ impl HeldLock {
             .spawn()
             .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
         // flock runs its command once it holds the lock.
-        while orphans::children(child.id()).is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        HeldLock(child)
+        let held = HeldLock(child);
+        assert!(
+            wait::eventually(|| !orphans::children(held.0.id()).is_empty()),
+            "flock {} did not take the lock within {:?}",
+            path.display(),
+            wait::deadline()
+        );
+        held
     }
 
     /// The holder's PID, as `/proc/locks` names it.

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::time::Duration;
 
 use crate::{plugin_bin, unique_name};
 
@@ -55,13 +54,9 @@ impl PidsCgroup {
 impl Drop for PidsCgroup {
     fn drop(&mut self) {
         // Its last tasks may still be exiting.
-        for _ in 0..100 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !crate::wait::retry(|| std::fs::remove_dir(&self.dir).is_ok()) {
+            eprintln!("left cgroup {} (still in use)", self.dir.display());
         }
-        eprintln!("left cgroup {} (still in use)", self.dir.display());
     }
 }
 
@@ -153,11 +148,10 @@ pub fn spawn_under_init(
 /// The PID 1 (as we number it) that `unshare`, started by
 /// [`spawn_under_init`] as `child`, made; waits for it to exist.
 pub fn init_of(child: &Child) -> u32 {
-    for _ in 0..500 {
-        if let Some(p) = children(child.id()).first() {
-            return *p;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("unshare ({}) made no PID 1", child.id())
+    let mut init = None;
+    crate::wait::retry(|| {
+        init = children(child.id()).first().copied();
+        init.is_some()
+    });
+    init.unwrap_or_else(|| panic!("unshare ({}) made no PID 1", child.id()))
 }
