@@ -193,7 +193,8 @@ impl Netlink {
         if let Kind::Tun(_) = spec.kind {
             return super::tap::create(self, spec);
         }
-        if spec.alias.is_some() {
+        // With a netns, message() refuses the alias.
+        if spec.alias.is_some() && spec.netns.is_none() {
             return self.create_link_get(spec).map(drop);
         }
         self.request(&spec.describe(), spec.message()?).map(drop)
