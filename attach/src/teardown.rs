@@ -2,8 +2,11 @@
 //! started first and run while the container interface is removed (deleted,
 //! or for a host device moved back to the host), every failure collected
 //! rather than the first returned, and the addresses the attachment held
-//! (from `prevResult` and from the interface) for the plugin's own cleanup
-//! that outlives the interface (masquerade rules).
+//! (from `prevResult` and from the interface; without `prevResult`, also
+//! those of the container's other links, see [`Teardown::others`]) for
+//! the plugin's own cleanup that outlives the interface (masquerade
+//! rules). Kill points after each step serve every main plugin's kill
+//! tests.
 //!
 //! A lease released a few hundred microseconds before its interface is
 //! gone can only be handed to another container's new interface, never
