@@ -312,12 +312,14 @@ fn gc_releases_the_leases_of_attachments_not_in_use() {
     let mut gc = conf.clone();
     gc["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "eth0"}]);
     call(&ours(), "GC", &gc, "", "").ok();
-    wait_for("the release", LONG, || {
+    // Another network's lease is not this GC's to collect. Waited for as
+    // one reading: the kept leases must still be there when the collected
+    // one is gone.
+    wait_for("the release of the collected lease only", LONG, || {
         srv.lease_of("gone/dnet/eth0").is_none()
+            && srv.lease_of("keep/dnet/eth0").is_some()
+            && srv.lease_of("gone/other/eth0").is_some()
     });
-    assert!(srv.lease_of("keep/dnet/eth0").is_some());
-    // Another network's lease is not this GC's to collect.
-    assert!(srv.lease_of("gone/other/eth0").is_some());
     assert_eq!(d.records().len(), 2);
     // Without the key, GC collects nothing.
     call(&ours(), "GC", &conf, "", "").ok();

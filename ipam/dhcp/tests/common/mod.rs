@@ -93,10 +93,20 @@ pub struct Server {
 
 impl Server {
     /// The lease file: `(ip, client id as text)` for each lease.
+    /// dnsmasq rewrites the file in place (truncate, then write), so a
+    /// read can land between the two and see no lease or half of them: the
+    /// file is read until two readings in a row agree.
     pub fn leases(&self) -> Vec<(String, String)> {
-        std::fs::read_to_string(&self.lease_file)
-            .unwrap_or_default()
-            .lines()
+        let read = || std::fs::read_to_string(&self.lease_file).unwrap_or_default();
+        let mut text = read();
+        for _ in 0..100 {
+            let again = read();
+            if again == text {
+                break;
+            }
+            text = again;
+        }
+        text.lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 let id: Vec<u8> = f
