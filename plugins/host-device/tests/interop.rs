@@ -28,7 +28,13 @@ fn with_static(h: &PluginHost, d: &Device) -> Value {
     let ipam = json!({"type": "static",
         "addresses": [{"address": "10.240.69.5/24", "gateway": "10.240.69.1"}],
         "routes": [{"dst": "10.240.200.0/24"}]});
-    conf(h, "1.0.0", d, &[], json!({"ipam": ipam, "dns": {"nameservers": ["10.240.0.53"]}}))
+    conf(
+        h,
+        "1.0.0",
+        d,
+        &[],
+        json!({"ipam": ipam, "dns": {"nameservers": ["10.240.0.53"]}}),
+    )
 }
 
 /// The container's view of `net1`: name, alias, MAC, MTU, up, addresses.
@@ -40,7 +46,15 @@ fn state(c: &TestNetns) -> Value {
         .filter_map(|l| l.split_whitespace().nth(3))
         .collect();
     let routes = c.stdout(&["ip", "-4", "route", "show", "dev", "net1"]);
-    json!([l["ifname"], l["ifalias"], l["address"], l["mtu"], is_up(&l), addrs, routes])
+    json!([
+        l["ifname"],
+        l["ifalias"],
+        l["address"],
+        l["mtu"],
+        is_up(&l),
+        addrs,
+        routes
+    ])
 }
 
 /// Go prints an empty `dns` object; ours leaves it out.
@@ -137,6 +151,9 @@ fn our_attachment_checked_and_deleted_by_the_reference() {
     go(&h, "CHECK", &with_prev(&conf, &routeless), "c1", c.path()).ok();
     go(&h, "DEL", &conf, "c1", c.path()).ok();
     let l = link(&h.ns, &d.name).expect("home");
-    assert_eq!((&l["address"], &l["ifalias"]), (&json!(d.mac), &json!(d.name)));
+    assert_eq!(
+        (&l["address"], &l["ifalias"]),
+        (&json!(d.mac), &json!(d.name))
+    );
     assert!(is_empty(&c));
 }
