@@ -199,7 +199,8 @@ fn is_device(l: &Link, back: &Back) -> bool {
 }
 
 /// [`move_back`] of `link`, found through `cont` (the namespace `ns`): one
-/// request moves it, renames it, clears its alias and restores its MAC.
+/// request moves it, renames it and clears its alias; then its MAC is
+/// restored.
 /// Refused without moving anything when the host has a link of its name;
 /// moved but not renamed (the name taken meanwhile), it goes back into the
 /// container, so a device is never left in the host under another name.
@@ -215,19 +216,27 @@ fn move_link_back(ns: &File, cont: &Netlink, link: &Link, back: &Back) -> Result
     if host.find_link(&original)?.is_some() {
         return Err(failed(Error::internal("the host has a link of that name")));
     }
-    let mac = back.mac.as_deref().filter(|m| *m != link.mac.as_slice());
-    let moved = cont.move_link_with(link, &netns::current()?, Some(&original), Some(""), mac);
+    let moved = cont.move_link_with(link, &netns::current()?, Some(&original), Some(""), None);
     pass("teardown/del-moved-back");
-    let Err(e) = moved else {
-        return Ok(());
-    };
-    if let Some(stray) = host
-        .find_link(ifname)?
-        .filter(|l| l.alias.as_ref() == Some(&original))
-    {
-        host.move_link(&stray, ns, Some(ifname))?;
+    if let Err(e) = moved {
+        if let Some(stray) = host
+            .find_link(ifname)?
+            .filter(|l| l.alias.as_ref() == Some(&original))
+        {
+            host.move_link(&stray, ns, Some(ifname))?;
+        }
+        return Err(failed(e.into()));
     }
-    Err(failed(e.into()))
+    // The MAC in a request of its own: a device that refuses the change
+    // (a VF whose MAC its PF set) would otherwise refuse the move too.
+    match back.mac.as_deref().filter(|m| *m != link.mac.as_slice()) {
+        Some(mac) => host
+            .set_mac(&host.link_by_name(&original)?, mac)
+            .map_err(|e| {
+                Error::from(e).context(format!("failed to restore the MAC of {original:?}"))
+            }),
+        None => Ok(()),
+    }
 }
 
 /// DEL without the container's namespace: a physical device whose

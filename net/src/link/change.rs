@@ -212,10 +212,10 @@ impl Netlink {
 
     /// [`Netlink::move_link`] that also sets the link's alias (`""` clears
     /// it) and MAC in the same request, where the kernel applies them
-    /// after the move (and the MAC before the rename): a host device goes
-    /// into a container, or back, in one step that a kill cannot split.
-    /// Moved and renamed but with its alias or MAC refused, the link
-    /// stays where it went and the error is returned.
+    /// after the move, in their order (MAC, name, alias): a host device
+    /// goes into a container, or back, in one step that a kill cannot
+    /// split. The kernel stops at the first it refuses, keeping the move:
+    /// a refused MAC leaves the link moved under its own name.
     pub fn move_link_with(
         &self,
         link: &Link,

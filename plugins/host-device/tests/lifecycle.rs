@@ -306,3 +306,34 @@ fn status() {
         h.call("STATUS", &conf, "", "", "").ok();
     }
 }
+
+/// A device that refuses a MAC change (as a VF whose MAC its PF set) is
+/// still moved back under its own name: the MAC is restored in a request
+/// of its own, whose failure DEL reports; the next DEL succeeds.
+#[test]
+fn a_refused_mac_does_not_keep_the_device_out() {
+    let h = host("hm");
+    let c = TestNetns::new("hmc");
+    let name = unique_name("cnirsd");
+    h.ns.exec(&["ip", "link", "add", &name, "type", "ifb"]);
+    let conf = h.conf("host-device", "1.0.0", &[], json!({"device": name}));
+    let mut conf = conf;
+    conf.as_object_mut().unwrap().remove("ipam");
+    let mut r = h.call("ADD", &conf, "c1", c.path(), "net1").ok();
+    r["interfaces"][0]["mac"] = json!("02:00:00:00:00:55");
+    let e = h
+        .call("DEL", &with_prev(&conf, &r), "c1", c.path(), "net1")
+        .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("failed to restore the MAC of \"{name}\"")),
+        "{e}"
+    );
+    let l = link(&h.ns, &name).expect("home");
+    assert_eq!(l.get("ifalias"), None);
+    assert!(is_empty(&c));
+    h.call("DEL", &with_prev(&conf, &r), "c1", c.path(), "net1")
+        .ok();
+}
