@@ -122,13 +122,14 @@ fn move_in(
         ))
     };
     if let Err(e) = host.move_link_with(dev, ns, Some(ifname), Some(&original), None) {
-        // Moved but not renamed (the name taken meanwhile): it is in the
-        // container under its own name, without its alias.
-        if let Some(l) = cont.find_link(&original)?
-            && l.mac == dev.mac
-            && l.alias.is_none()
-        {
-            cont.move_link(&l, &netns::current()?, None)?;
+        // Moved but stopped before the end: not renamed (the name taken
+        // meanwhile), or renamed without its alias. Back under its own
+        // name.
+        let stray = cont.links()?.into_iter().find(|l| {
+            (l.name == original || l.name == *ifname) && l.mac == dev.mac && l.alias.is_none()
+        });
+        if let Some(l) = stray {
+            cont.move_link(&l, &netns::current()?, Some(&original))?;
             if dev.up {
                 host.set_up(&host.link_by_name(&original)?)?;
             }
