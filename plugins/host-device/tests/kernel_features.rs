@@ -118,6 +118,7 @@ fn a_physical_device_of_a_deleted_namespace_gets_its_name_back() {
             .container_id("c1")
             .netns(netns)
             .ifname("net1")
+            .path("/opt/cni/bin")
             .stdin(conf.to_string())
             .run(bin())
     };
@@ -135,6 +136,7 @@ fn a_physical_device_of_a_deleted_namespace_gets_its_name_back() {
         .container_id("c1")
         .netns(&path)
         .ifname("net1")
+        .path("/opt/cni/bin")
         .stdin(with.to_string())
         .run(bin())
         .ok();
