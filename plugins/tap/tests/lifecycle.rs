@@ -212,3 +212,23 @@ fn selinux_context_is_ignored_without_selinux() {
     status["cniVersion"] = json!("1.1.0");
     h.call("STATUS", &status, "", "", "").ok();
 }
+
+/// DEL after the namespace is gone, or without `CNI_NETNS`: the lease is
+/// released, DEL succeeds.
+#[test]
+fn del_without_the_namespace_releases_the_lease() {
+    let h = host("tg");
+    let conf = conf(&h, &["10.240.78.0/24"], json!({}));
+    let c = TestNetns::new("tgc");
+    h.call("ADD", &conf, "c1", c.path(), "eth0").ok();
+    h.call("DEL", &conf, "c1", "", "eth0").ok();
+    assert!(h.leases().is_empty());
+    h.call("DEL", &conf, "c1", c.path(), "eth0").ok();
+    assert!(is_empty(&c));
+    let mut c = TestNetns::new("tgd");
+    h.call("ADD", &conf, "c2", c.path(), "eth0").ok();
+    let path = c.path().to_string();
+    c.delete();
+    h.call("DEL", &conf, "c2", &path, "eth0").ok();
+    assert!(h.leases().is_empty());
+}
