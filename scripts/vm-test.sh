@@ -55,10 +55,11 @@ trap 'exit 129' HUP
 
 # Kernel modules the tests need, loaded at boot with their dependencies
 # (from modules.dep): bridge VLANs and 8021q, the link kinds (veth,
-# macvlan, ipvlan, dummy, vrf, tun), and what the plugins' masquerade and
-# spoof-check rules use (nftables, and iptables either way).
+# macvlan, ipvlan, dummy, vrf, tun), a PCI NIC for host-device (virtio-net
+# at 0000:00:06.0, qemu's -device below), and what the plugins' masquerade
+# and spoof-check rules use (nftables, and iptables either way).
 modules=(
-    bridge 8021q veth macvlan ipvlan dummy vrf tun
+    bridge 8021q veth macvlan ipvlan dummy vrf tun virtio_net virtio_pci
     crc32c_generic nf_tables nft_chain_nat nft_masq nft_compat nft_meta_bridge
     xt_MASQUERADE xt_comment ip_tables ip6_tables iptable_nat ip6table_nat
 )
@@ -270,6 +271,7 @@ boot() {
         -accel tcg -cpu max -smp 2 -m 1024 \
         -nodefaults -no-user-config -display none -no-reboot \
         -serial "file:$raw" \
+        -device virtio-net-pci,addr=6 \
         -kernel "$kernel" -initrd "$image" \
         -append "console=ttyS0 quiet panic=-1 rdinit=/init" \
         </dev/null >/dev/null 2>"$vm/qemu.err" &

@@ -250,9 +250,8 @@ fn undo_one(u: &Undo, host: &Netlink, cont: &mut Container) -> Result<(), Error>
             let Some(dev) = inside.find_link(name)? else {
                 return Ok(());
             };
-            inside.move_link(&dev, &netns::current()?, Some(original))?;
+            inside.move_link_with(&dev, &netns::current()?, Some(original), Some(""), None)?;
             let back = host.link_by_name(original)?;
-            host.set_alias(&back, "")?;
             if *up {
                 host.set_up(&back)?;
             }

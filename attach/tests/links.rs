@@ -8,7 +8,7 @@
 use std::fs::File;
 
 use cni_attach::add::{self, Side, Undo};
-use cni_attach::teardown::{self, Removal};
+use cni_attach::teardown::{self, Back, Removal};
 use cni_attach::{Error, check, iface, master};
 use cni_net::{Kind, LinkSpec, MacvlanMode, Netlink, Peer};
 use skel::types::{Cidr, Interface, IpConfig, Result1, Route};
@@ -146,7 +146,11 @@ fn del_deletes_or_moves_back_and_is_idempotent() {
         host.set_alias(&dev, &device).unwrap();
         host.move_link(&dev, &cont_file, Some("net2")).unwrap();
         for _ in 0..2 {
-            let t = teardown::del(&args(&cont_ns, "net2"), None, Removal::MoveBack);
+            let t = teardown::del(
+                &args(&cont_ns, "net2"),
+                None,
+                Removal::MoveBack(Back::default()),
+            );
             assert!(t.errors.is_empty(), "{:?}", t.errors);
         }
         let back = host.link_by_name(&device).unwrap();
@@ -156,7 +160,11 @@ fn del_deletes_or_moves_back_and_is_idempotent() {
             .create_link_get(&LinkSpec::new(&unique_name("cnirso"), Kind::Ifb))
             .unwrap();
         host.move_link(&other, &cont_file, Some("net3")).unwrap();
-        let t = teardown::del(&args(&cont_ns, "net3"), None, Removal::MoveBack);
+        let t = teardown::del(
+            &args(&cont_ns, "net3"),
+            None,
+            Removal::MoveBack(Back::default()),
+        );
         assert_eq!(
             t.errors[0].msg,
             "failed to find original ifname for \"net3\" (alias is not set)"

@@ -55,6 +55,8 @@ plugins! {
     "static" => static_ipam::Static, true;
     "dhcp" => dhcp::Dhcp, true;
     "firewall" => firewall::PLUGIN, false;
+    "host-device" => host_device::PLUGIN, false;
+    "tap" => tap::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.

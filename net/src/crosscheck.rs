@@ -243,6 +243,21 @@ fn exercise_kinds(host: &Netlink, peer_ns: &File, br: &Link) {
     let moved = unique_name("cnirsxo");
     host.move_link(&clash, peer_ns, Some(&moved)).unwrap();
     assert_eq!(inside.link_by_name(&moved).unwrap().kind, Kind::Ifb);
+    // A host device's move: renamed, aliased and its MAC set in the same
+    // request.
+    let dev_name = unique_name("cnirsxd");
+    let dev = host
+        .create_link_get(&LinkSpec::new(&dev_name, Kind::Tun(tun)))
+        .unwrap();
+    let named = unique_name("cnirsxn");
+    let mac = [0x02, 0x42, 0, 0, 0, 11];
+    host.move_link_with(&dev, peer_ns, Some(&named), Some("cni host"), Some(&mac))
+        .unwrap();
+    let got = inside.link_by_name(&named).unwrap();
+    assert_eq!(
+        (got.alias.as_deref(), got.mac.as_slice()),
+        (Some("cni host"), &mac[..])
+    );
 }
 
 /// What [`exercise_kinds`] sent, as the independent parser reads it.
@@ -280,7 +295,14 @@ fn check_kinds(sent: &[&(Dir, RouteNetlinkMessage, Vec<u8>)]) {
                 && l.attributes.iter().any(|a| matches!(a, LinkAttribute::IfName(_))))
         })
         .count();
-    assert_eq!(moves, 2);
+    assert_eq!(moves, 3);
+    assert!(
+        sent.iter()
+            .any(|(_, m, _)| matches!(m, RouteNetlinkMessage::SetLink(l)
+        if l.attributes.contains(&LinkAttribute::IfAlias("cni host".into()))
+            && l.attributes.contains(&LinkAttribute::Address(vec![2, 0x42, 0, 0, 0, 11]))
+            && l.attributes.iter().any(|a| matches!(a, LinkAttribute::NetNsFd(_)))))
+    );
     assert!(
         sent.iter()
             .any(|(_, m, _)| matches!(m, RouteNetlinkMessage::SetLink(l)

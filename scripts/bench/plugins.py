@@ -3,6 +3,7 @@ default chains, as mixins of driver.Bench (they use its helpers: suites,
 namespaces, configs, alternation, rows)."""
 
 import os
+import subprocess
 
 CNI_VERSION = "1.0.0"
 IFNAME = "eth0"
@@ -165,6 +166,37 @@ class PluginSteps:
             rows.append((f"plugin: static ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
             rows.append((f"plugin: static DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
             self.plugin_rss("static", "static", suites, chains, paths)
+        self.bench_devices(rows, n)
+
+    def bench_devices(self, rows, n):
+        """host-device (a veth end of the run's own per suite, moved into the
+        container and back; no IPAM) against the reference; tap (made in the
+        container, no IPAM), which the reference v1.1.1 lacks: ours only."""
+        suites = self.both("host-device")
+        if suites:
+            chains = {}
+            for s in suites:
+                dev = f"{self.prefix}{s.key[0]}d"
+                subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", f"{dev}p"], check=True)
+                self.bridges.append(dev)
+                chains[s.key] = [{"cniVersion": CNI_VERSION, "name": f"{self.prefix}-{s.key}-hd",
+                                  "type": "host-device", "device": dev}]
+            add, dele, paths = self.chain_figures(suites, chains, n, "hdev")
+            rows.append((f"plugin: host-device ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
+            rows.append((f"plugin: host-device DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
+            self.plugin_rss("host-device", "host-device", suites, chains, paths)
+        else:
+            self.report.missing.append(f"host-device: missing in {self.missing_in('host-device')}; skipped")
+        suites = [s for s in (self.ours,) if s.working.get("tap")]
+        if suites:
+            chains = {"ours": [{"cniVersion": CNI_VERSION, "name": f"{self.prefix}-tap", "type": "tap",
+                                "mtu": 1400, "multiQueue": True}]}
+            add, dele, paths = self.chain_figures(suites, chains, n, "tap")
+            rows.append((f"plugin: tap ADD (n={n}; not in the reference v1.1.1) — median", self.whole(add, "ours"), None, "ms"))
+            rows.append((f"plugin: tap DEL (n={n}; not in the reference v1.1.1) — median", self.whole(dele, "ours"), None, "ms"))
+            self.plugin_rss("tap", "tap", suites, chains, paths)
+        else:
+            self.report.missing.append("tap: missing in ours; skipped")
 
     def missing_in(self, plugin):
         return " and ".join(s.label for s in (self.ours, self.ref) if not s.working.get(plugin)) or "neither"

@@ -207,6 +207,23 @@ impl Netlink {
     /// when `name` is taken in `ns` but the link's own name is not, the
     /// link is moved and keeps its own name, and `EEXIST` is returned.
     pub fn move_link(&self, link: &Link, ns: &File, name: Option<&str>) -> Result<()> {
+        self.move_link_with(link, ns, name, None, None)
+    }
+
+    /// [`Netlink::move_link`] that also sets the link's alias (`""` clears
+    /// it) and MAC in the same request, where the kernel applies them
+    /// after the move, in their order (MAC, name, alias): a host device
+    /// goes into a container, or back, in one step that a kill cannot
+    /// split. The kernel stops at the first it refuses, keeping the move:
+    /// a refused MAC leaves the link moved under its own name.
+    pub fn move_link_with(
+        &self,
+        link: &Link,
+        ns: &File,
+        name: Option<&str>,
+        alias: Option<&str>,
+        mac: Option<&[u8]>,
+    ) -> Result<()> {
         let op = match name {
             Some(n) => format!("move {} to another namespace as {n}", link.name),
             None => format!("move {} to another namespace", link.name),
@@ -216,8 +233,20 @@ impl Netlink {
         }
         let mut m = by_index(link.index);
         m.u32(IFLA_NET_NS_FD, ns.as_raw_fd() as u32);
+        if let Some(mac) = mac {
+            m.attr(IFLA_ADDRESS, mac);
+        }
         if let Some(n) = name {
             m.str(IFLA_IFNAME, n);
+        }
+        match alias {
+            Some("") => {
+                m.attr(IFLA_IFALIAS, &[]);
+            }
+            Some(a) => {
+                m.str(IFLA_IFALIAS, a);
+            }
+            None => {}
         }
         self.set_link(&op, m)
     }

@@ -1,0 +1,4 @@
+//! The `tap` binary: everything happens in the library.
+
+#![no_main]
+skel::plugin_main!(tap::PLUGIN);
