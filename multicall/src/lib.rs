@@ -55,6 +55,8 @@ plugins! {
     "static" => static_ipam::Static, true;
     "dhcp" => dhcp::Dhcp, true;
     "firewall" => firewall::PLUGIN, false;
+    "sbr" => sbr::PLUGIN, false;
+    "vrf" => vrf::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.
