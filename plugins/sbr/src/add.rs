@@ -1,6 +1,6 @@
 //! ADD: under the namespace's lock, one rule (and, without `table`, one
-//! table) per address of the interface, in the reference's order: rule,
-//! default route via the gateway, the interface's routes copied in; then
+//! table) per address of the interface: rule, the interface's routes
+//! copied in, default route via the gateway; then
 //! the routes leave `main` (or, with `addSourceHints`, only those that
 //! are not subnet routes, which get a source hint). Every change is
 //! recorded and a failure undoes them all, newest first.
@@ -138,8 +138,11 @@ impl Plan<'_> {
         }
     }
 
-    /// The rule of `ip` and its table `t`: the default route via its
-    /// gateway, and the interface's routes of `ip` (from `mine`).
+    /// The rule of `ip` and its table `t`: the interface's routes of `ip`
+    /// (from `mine`), its subnet route when main had none, and the
+    /// default route via its gateway. The reference adds the default
+    /// route first, which fails when main has no subnet route (`network
+    /// is unreachable`).
     fn fill(
         &self,
         ip: &IpConfig,
@@ -153,6 +156,30 @@ impl Plan<'_> {
             .map_err(|e| Error::internal(format!("Failed to add rule: {e}")))?;
         undo.push(Undo::Rule(r));
         skel::failpoint::hit("sbr/rule")?;
+        let mut copied = Vec::new();
+        for r in mine.iter().filter(|r| table::belongs(r, ip, self.ips)) {
+            let mut spec = r.spec();
+            spec.table = Some(t);
+            nl.replace_route(&spec)
+                .map_err(|e| Error::internal(format!("Failed to readd route: {e}")))?;
+            copied.push(spec.dst);
+            undo.push(Undo::Added(spec));
+            skel::failpoint::hit("sbr/route-copied")?;
+        }
+        let net = subnet(ip);
+        if !copied.contains(&net) {
+            // main had no subnet route (a repeated ADD after DEL moved
+            // it): without one the gateway is unreachable from the table.
+            let mut spec = RouteSpec::new(net);
+            spec.oif = Some(self.link.index);
+            spec.src = Some(ip.address.ip());
+            spec.scope = Some(cni_net::route::SCOPE_LINK);
+            spec.table = Some(t);
+            nl.replace_route(&spec)
+                .map_err(|e| Error::internal(format!("Failed to readd route: {e}")))?;
+            undo.push(Undo::Added(spec));
+            skel::failpoint::hit("sbr/subnet-route")?;
+        }
         if let Some(gw) = self.gateways.for_ip(ip) {
             let any = if ip.address.is_ipv4() {
                 "0.0.0.0/0"
@@ -163,19 +190,17 @@ impl Plan<'_> {
             d.gw = Some(gw);
             d.oif = Some(self.link.index);
             d.table = Some(t);
-            nl.add_route(&d).map_err(|e| {
-                Error::internal(format!("Failed to add default route to {gw}: {e}"))
-            })?;
-            undo.push(Undo::Added(d));
+            match nl.add_route(&d) {
+                Ok(()) => undo.push(Undo::Added(d)),
+                // Copied from main just now.
+                Err(e) if e.is_exists() => {}
+                Err(e) => {
+                    return Err(Error::internal(format!(
+                        "Failed to add default route to {gw}: {e}"
+                    )));
+                }
+            }
             skel::failpoint::hit("sbr/default-route")?;
-        }
-        for r in mine.iter().filter(|r| table::belongs(r, ip, self.ips)) {
-            let mut spec = r.spec();
-            spec.table = Some(t);
-            nl.replace_route(&spec)
-                .map_err(|e| Error::internal(format!("Failed to readd route: {e}")))?;
-            undo.push(Undo::Added(spec));
-            skel::failpoint::hit("sbr/route-copied")?;
         }
         Ok(())
     }
@@ -218,6 +243,11 @@ impl Plan<'_> {
         }
         Ok(())
     }
+}
+
+/// The subnet of `ip`'s address.
+fn subnet(ip: &IpConfig) -> IpNetwork {
+    IpNetwork::new(ip.address.0.network(), ip.address.prefix()).unwrap_or(ip.address.0)
 }
 
 /// Every route of both families in every table.

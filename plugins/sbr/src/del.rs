@@ -1,7 +1,7 @@
-//! DEL: under the namespace's lock, the rules whose source is one of the
-//! interface's addresses go (the reference's DEL), and so do the routes
-//! via the interface in the tables they pointed to (the reference leaves
-//! them until the interface goes). Best effort: every step is tried, the
+//! DEL: under the namespace's lock, the routes via the interface in the
+//! tables that the rules from its addresses point to go, then those rules
+//! (the reference's DEL removes the rules only, and leaves the routes
+//! until the interface goes). Best effort: every step is tried, the
 //! last failure reported. Nothing is left to do, and DEL succeeds, when
 //! the namespace or the interface is gone: the rules and routes went with
 //! them (the reference fails without the namespace, and creates a file at
@@ -41,14 +41,11 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
         .filter(|r| addrs.iter().any(|a| table::rule_from(r, a.addr.ip())))
         .collect();
     let mut failed = None;
-    for r in &ours {
-        if let Err(e) = nl.delete_rule(r) {
-            failed = Some(Error::internal(format!("Failed to delete rule {e}")));
-        }
-        skel::failpoint::pass("sbr/del-rule");
-    }
+    // Tables first: a DEL killed between the two finds the rules again,
+    // and through them the tables.
     if fixed.is_none() {
-        // A table no rule points to any more, of routes via this interface.
+        // A table only these rules point to: its routes via this
+        // interface go.
         let tables = ours.iter().map(|r| r.table).filter(|t| {
             !RESERVED.contains(t) && !rules.iter().any(|o| o.table == *t && !ours.contains(&o))
         });
@@ -58,7 +55,14 @@ pub fn del(args: &CmdArgs) -> Result<(), Error> {
                     "Failed to delete routes of table {t}: {e}"
                 )));
             }
+            skel::failpoint::pass("sbr/del-table");
         }
+    }
+    for r in &ours {
+        if let Err(e) = nl.delete_rule(r) {
+            failed = Some(Error::internal(format!("Failed to delete rule {e}")));
+        }
+        skel::failpoint::pass("sbr/del-rule");
     }
     failed.map_or(Ok(()), Err)
 }
