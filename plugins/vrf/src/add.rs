@@ -49,8 +49,17 @@ impl Undo {
             Undo::Created(vrf) => nl.delete_link(vrf),
             Undo::Enslaved(link, routes) => {
                 nl.set_master(link, None)?;
+                // The kernel brings back the subnet routes itself.
+                let now = nl.routes(false, Some(link.index), Some(cni_net::route::TABLE_MAIN))?;
+                let now6 = nl.routes(true, Some(link.index), Some(cni_net::route::TABLE_MAIN))?;
                 for r in routes {
-                    nl.replace_route(r)?;
+                    let back = now
+                        .iter()
+                        .chain(&now6)
+                        .any(|n| n.dst == r.dst && n.gw == r.gw && n.priority == r.priority);
+                    if !back {
+                        nl.replace_route(r)?;
+                    }
                 }
                 Ok(())
             }
