@@ -57,6 +57,8 @@ plugins! {
     "firewall" => firewall::PLUGIN, false;
     "host-device" => host_device::PLUGIN, false;
     "tap" => tap::PLUGIN, false;
+    "sbr" => sbr::PLUGIN, false;
+    "vrf" => vrf::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.

@@ -16,7 +16,7 @@
 //! [`Netlink::create_link`] for every [`Kind`], in this namespace or
 //! another; rename, move, alias; each kind's settings read back),
 //! [`bridge_port`] (port VLANs), [`addr`],
-//! [`route`], [`sysctl`], [`nftables`] (tables, chains and rules over
+//! [`route`], [`rule`] (policy routing rules), [`sysctl`], [`nftables`] (tables, chains and rules over
 //! netlink, in transactions), [`conntrack`] (connection tracking entries:
 //! list, delete), [`tc`] (qdiscs and filters), [`packet`] (link-layer
 //! sockets on one interface of a namespace), [`error`].
@@ -43,6 +43,7 @@ pub mod netns;
 pub mod nftables;
 pub mod packet;
 pub mod route;
+pub mod rule;
 pub mod sysctl;
 pub mod tc;
 
@@ -57,3 +58,4 @@ pub use link::{
 };
 pub use netlink::Netlink;
 pub use route::{RouteInfo, RouteSpec};
+pub use rule::Rule;

@@ -20,6 +20,7 @@ const RTA_TABLE: u16 = 15;
 const RTPROT_BOOT: u8 = 3;
 const RTN_UNSPEC: u8 = 0;
 const RTN_UNICAST: u8 = 1;
+const NLM_F_REPLACE: u16 = 0x100;
 
 /// The main routing table.
 pub const TABLE_MAIN: u32 = 254;
@@ -81,7 +82,7 @@ impl RouteSpec {
     }
 
     /// `struct rtmsg` and attributes for this route.
-    fn message(&self, kind: u16, flags: u16, scope: u8, rtype: u8) -> Msg {
+    fn message(&self, kind: u16, flags: u16, scope: u8, rtype: u8, protocol: u8) -> Msg {
         let table = self.table.unwrap_or(TABLE_MAIN);
         let mut h = [0u8; 12];
         h[0] = if self.dst.is_ipv4() {
@@ -92,7 +93,7 @@ impl RouteSpec {
         h[1] = self.dst.prefix();
         // The header holds 8 bits; larger ids travel only in RTA_TABLE.
         h[4] = u8::try_from(table).unwrap_or(0);
-        h[5] = RTPROT_BOOT;
+        h[5] = protocol;
         h[6] = scope;
         h[7] = rtype;
         let mut m = Msg::new(kind, flags, &h);
@@ -118,7 +119,19 @@ impl RouteSpec {
     /// The `RTM_NEWROUTE` of [`Netlink::add_route`].
     pub(crate) fn add_message(&self) -> Msg {
         let scope = self.scope.unwrap_or(SCOPE_UNIVERSE);
-        self.message(RTM_NEWROUTE, NLM_F_CREATE, scope, RTN_UNICAST)
+        self.message(RTM_NEWROUTE, NLM_F_CREATE, scope, RTN_UNICAST, RTPROT_BOOT)
+    }
+
+    /// The `RTM_NEWROUTE` of [`Netlink::replace_route`].
+    pub(crate) fn replace_message(&self) -> Msg {
+        let scope = self.scope.unwrap_or(SCOPE_UNIVERSE);
+        self.message(
+            RTM_NEWROUTE,
+            NLM_F_CREATE | NLM_F_REPLACE,
+            scope,
+            RTN_UNICAST,
+            RTPROT_BOOT,
+        )
     }
 }
 
@@ -140,6 +153,25 @@ pub struct RouteInfo {
 }
 
 impl RouteInfo {
+    /// The spec that adds this route again, or deletes exactly it: same
+    /// destination, gateway, link, metric, table, scope and source.
+    pub fn spec(&self) -> RouteSpec {
+        RouteSpec {
+            dst: self.dst,
+            gw: self.gw,
+            oif: self.oif,
+            priority: self.priority,
+            table: Some(self.table),
+            scope: Some(self.scope),
+            src: self.src,
+        }
+    }
+
+    /// A unicast route (not local, broadcast, multicast, unreachable...).
+    pub fn is_unicast(&self) -> bool {
+        self.kind == RTN_UNICAST
+    }
+
     /// A route from the body of an `RTM_NEWROUTE` message.
     pub(crate) fn from_body(b: &[u8]) -> Option<RouteInfo> {
         let family = *b.first()?;
@@ -189,12 +221,34 @@ impl Netlink {
             .map(drop)
     }
 
+    /// Add a route, or replace the one with the same destination, metric
+    /// and table (`ip route replace`).
+    pub fn replace_route(&self, r: &RouteSpec) -> Result<()> {
+        self.request(
+            &format!("replace route {}", r.describe()),
+            r.replace_message(),
+        )
+        .map(drop)
+    }
+
     /// Delete a route; `ESRCH` when no route matches.
     pub fn delete_route(&self, r: &RouteSpec) -> Result<()> {
         let scope = r.scope.unwrap_or(SCOPE_NOWHERE);
         self.request(
             &format!("delete route {}", r.describe()),
-            r.message(RTM_DELROUTE, 0, scope, RTN_UNSPEC),
+            r.message(RTM_DELROUTE, 0, scope, RTN_UNSPEC, RTPROT_BOOT),
+        )
+        .map(drop)
+    }
+
+    /// Delete exactly the route `r` as listed, whoever added it (the
+    /// kernel's own subnet routes included: a deletion names the
+    /// protocol it must match).
+    pub fn delete_listed_route(&self, r: &RouteInfo) -> Result<()> {
+        let spec = r.spec();
+        self.request(
+            &format!("delete route {}", spec.describe()),
+            spec.message(RTM_DELROUTE, 0, r.scope, RTN_UNSPEC, r.protocol),
         )
         .map(drop)
     }

@@ -42,7 +42,7 @@ from plugins import PluginSteps
 IFNAME = "eth0"
 ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PLUGINS = ("bridge", "host-local", "loopback", "ptp", "portmap", "bandwidth", "tuning", "static", "firewall", "dhcp",
-           "host-device", "tap")
+           "host-device", "tap", "sbr", "vrf")
 CNI_VERSION = "1.0.0"
 GNU_TIME = "/usr/bin/time"
 # Executables a plugin runs that are the system's, not plugin code: their
@@ -431,6 +431,8 @@ TARGETS = [
     ("issue 12, ≤ 0.3×: firewall", "plugin: firewall", 0.3, "each"),
     ("issue 12, ≤ 0.3×: tuning", "plugin: tuning", 0.3, "each"),
     ("issue 12, ≤ 0.3×: bandwidth", "plugin: bandwidth", 0.3, "each"),
+    ("issue 26, ≤ 0.3×: sbr", "plugin: sbr", 0.3, "each"),
+    ("issue 26, ≤ 0.3×: vrf", "plugin: vrf", 0.3, "each"),
     # "Flat": a slope per 100 live containers within the run-to-run spread
     # of these slopes (±0.4 ms over nine runs, docs/benchmarks.md).
     ("scale, flat (slope per 100 live ≤ 0.5 ms): ADD over the full floor",

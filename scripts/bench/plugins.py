@@ -42,6 +42,8 @@ class PluginSteps:
             conf.update({"ingressRate": 8000000, "ingressBurst": 80000, "egressRate": 8000000, "egressBurst": 80000})
         elif plugin == "firewall":
             conf["backend"] = "iptables"
+        elif plugin == "vrf":
+            conf["vrfname"] = "cnirsvrf"
         if plugin in ("portmap", "tuning", "firewall"):
             # State of the run's own, not the machine's /run/cni (the
             # reference's portmap and firewall v1.1.1 ignore the key).
@@ -123,10 +125,14 @@ class PluginSteps:
         third = 128
         cases = [("portmap", "portmap, no mappings", 0, None), ("portmap", "portmap, 2 mappings", 2, None),
                  ("tuning", "tuning (a sysctl, mtu)", 0, None), ("bandwidth", "bandwidth (ingress and egress)", 0, None),
-                 ("firewall", "firewall (iptables)", 0, None)]
+                 ("firewall", "firewall (iptables)", 0, None),
+                 ("sbr", "sbr (one table per address)", 0, None), ("vrf", "vrf (a new VRF each time)", 0, None)]
         if self.ref_masq_backend == "iptables":
             cases.insert(2, ("portmap", "portmap, 2 mappings (ours nftables, reference iptables)", 2, "nftables"))
         for plugin, label, mappings, backend in cases:
+            if plugin == "vrf" and not self.kernel_has_vrf():
+                self.report.missing.append(f"{label}: this kernel makes no VRF devices; skipped")
+                continue
             suites = self.both("bridge", "host-local", plugin)
             if not suites:
                 self.report.missing.append(f"{label}: no {plugin} binary in {self.missing_in(plugin)}; skipped")
@@ -197,6 +203,16 @@ class PluginSteps:
             self.plugin_rss("tap", "tap", suites, chains, paths)
         else:
             self.report.missing.append("tap: missing in ours; skipped")
+
+    def kernel_has_vrf(self):
+        """Whether a VRF device can be made (in a throwaway namespace)."""
+        import subprocess
+        ns = f"{self.prefix}-vrfprobe"
+        subprocess.run(["ip", "netns", "add", ns], capture_output=True)
+        ok = subprocess.run(["ip", "-n", ns, "link", "add", "v", "type", "vrf", "table", "9"],
+                            capture_output=True).returncode == 0
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        return ok
 
     def missing_in(self, plugin):
         return " and ".join(s.label for s in (self.ours, self.ref) if not s.working.get(plugin)) or "neither"

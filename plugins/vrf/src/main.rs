@@ -1,0 +1,4 @@
+//! The `vrf` binary: everything happens in the library.
+
+#![no_main]
+skel::plugin_main!(vrf::PLUGIN);
