@@ -55,6 +55,10 @@ plugins! {
     "static" => static_ipam::Static, true;
     "dhcp" => dhcp::Dhcp, true;
     "firewall" => firewall::PLUGIN, false;
+    "macvlan" => macvlan::PLUGIN, false;
+    "ipvlan" => ipvlan::PLUGIN, false;
+    "vlan" => vlan::PLUGIN, false;
+    "dummy" => dummy::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.
