@@ -8,24 +8,11 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use testsupport::{PluginHost, TestNetns};
-
-const CID: &str = "kill1";
-
-fn leftovers(h: &PluginHost, c: &TestNetns) -> Vec<String> {
-    let mut left = Vec::new();
-    if !is_empty(c) {
-        left.push(format!("container links {:?}", links(c)));
-    }
-    left.extend(h.leases().into_iter().map(|l| format!("lease {l}")));
-    left
-}
 
 fn kill(command: &str) {
     let h = host("kp");
-    let c = TestNetns::new("kpc");
     let conf = conf(&h, "1.1.0", &["10.240.61.0/24", "fd40:61::/64"], json!({}));
-    testsupport::kill::main_plugin(&h, command, &conf, CID, &c, &|| leftovers(&h, &c));
+    testsupport::onelink::kill(&h, command, &conf);
 }
 
 #[test]
