@@ -23,6 +23,9 @@
 //!   (the reference's `ipam.ConfigureIface`) for a link of any kind,
 //!   pipelined in one round trip, and its sysctls (IPv6,
 //!   `arp_notify`/`ndisc_notify`);
+//! - [`onelink`]: the whole of the plugins that make one link of a kind
+//!   in the container (macvlan, ipvlan, vlan, dummy): ADD, DEL, CHECK;
+//! - [`mac`]: MAC addresses as Go's `net.ParseMAC` reads them;
 //! - [`master`]: the default parent of macvlan and ipvlan links (the
 //!   default route's interface);
 //! - [`host_sysctl`]: forwarding, router advertisements off on host links;
@@ -38,7 +41,9 @@ pub mod error;
 pub mod host_sysctl;
 pub mod iface;
 pub mod ifname;
+pub mod mac;
 pub mod master;
+pub mod onelink;
 pub mod plugin;
 pub mod teardown;
 pub mod veth;

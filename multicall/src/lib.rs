@@ -59,6 +59,10 @@ plugins! {
     "tap" => tap::PLUGIN, false;
     "sbr" => sbr::PLUGIN, false;
     "vrf" => vrf::PLUGIN, false;
+    "macvlan" => macvlan::PLUGIN, false;
+    "ipvlan" => ipvlan::PLUGIN, false;
+    "vlan" => vlan::PLUGIN, false;
+    "dummy" => dummy::PLUGIN, false;
 }
 
 /// The plugin named by the last component of `argv0`.

@@ -42,7 +42,7 @@ from plugins import PluginSteps
 IFNAME = "eth0"
 ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PLUGINS = ("bridge", "host-local", "loopback", "ptp", "portmap", "bandwidth", "tuning", "static", "firewall", "dhcp",
-           "host-device", "tap", "sbr", "vrf")
+           "macvlan", "ipvlan", "vlan", "host-device", "tap", "sbr", "vrf")
 CNI_VERSION = "1.0.0"
 GNU_TIME = "/usr/bin/time"
 # Executables a plugin runs that are the system's, not plugin code: their

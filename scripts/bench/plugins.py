@@ -160,6 +160,7 @@ class PluginSteps:
             self.plugin_rss("ptp", "ptp, incl. host-local", suites, chains, paths)
         else:
             self.report.missing.append(f"ptp: missing in {self.missing_in('ptp')}; skipped")
+        third = self.bench_onelink(rows, n, third)
         suites = self.both("static")
         if suites:
             # The IPAM plugin called directly, as host-local on its own: the
@@ -213,6 +214,54 @@ class PluginSteps:
                             capture_output=True).returncode == 0
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         return ok
+
+    def onelink_master(self):
+        """A veth pair in the host (`<prefix>v`, peer `<prefix>w`), both up:
+        the parent of the macvlan, ipvlan and vlan links; removed with the
+        bridges on cleanup."""
+        master, peer = f"{self.prefix}v", f"{self.prefix}w"
+        if master not in self.bridges:
+            subprocess.run(["ip", "link", "add", master, "type", "veth", "peer", "name", peer], check=True)
+            subprocess.run(["ip", "link", "set", master, "up"], check=True)
+            subprocess.run(["ip", "link", "set", peer, "up"], check=True)
+            self.bridges.append(master)
+        return master
+
+    def kernel_has(self, master, kind):
+        """Whether this kernel makes a link of `kind` on `master`."""
+        probe = f"{self.prefix}t"
+        extra = ["id", "9"] if kind == "vlan" else []
+        r = subprocess.run(["ip", "link", "add", "link", master, "name", probe, "type", kind, *extra],
+                           capture_output=True)
+        subprocess.run(["ip", "link", "del", probe], capture_output=True)
+        return r.returncode == 0
+
+    def bench_onelink(self, rows, n, third):
+        """macvlan, ipvlan and vlan on their own (with host-local) on one
+        master; a kind the kernel lacks is skipped."""
+        master = self.onelink_master()
+        for plugin, keys in (("macvlan", {"mode": "bridge"}), ("ipvlan", {"mode": "l2"}), ("vlan", {"vlanId": 42})):
+            suites = self.both(plugin, "host-local")
+            if not suites:
+                self.report.missing.append(f"{plugin}: missing in {self.missing_in(plugin)}; skipped")
+                continue
+            if not self.kernel_has(master, plugin):
+                self.report.missing.append(f"{plugin}: this kernel makes no {plugin} links; skipped")
+                continue
+            chains = {}
+            for s in suites:
+                conf = {"cniVersion": CNI_VERSION, "name": f"{self.prefix}-{s.key}-{plugin}", "type": plugin,
+                        "master": master,
+                        "ipam": {"type": "host-local", "dataDir": os.path.join(self.tmp, s.key, plugin),
+                                 "ranges": [[{"subnet": self.subnet(third)}]]}}
+                conf.update(keys)
+                chains[s.key] = [conf]
+                third += 1
+            add, dele, paths = self.chain_figures(suites, chains, n, plugin[:4])
+            rows.append((f"plugin: {plugin} ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
+            rows.append((f"plugin: {plugin} DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
+            self.plugin_rss(plugin, f"{plugin}, incl. host-local", suites, chains, paths)
+        return third
 
     def missing_in(self, plugin):
         return " and ".join(s.label for s in (self.ours, self.ref) if not s.working.get(plugin)) or "neither"

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub mod firewalld;
 mod host;
 pub mod kill;
+pub mod onelink;
 pub mod orphans;
 pub mod planted;
 pub mod seccomp;

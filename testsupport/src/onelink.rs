@@ -1,0 +1,115 @@
+//! What the root tests of the plugins that make one link on a parent
+//! (macvlan, ipvlan, vlan, dummy) share: a [`PluginHost`] whose parent is
+//! one end of a veth pair (`master0`), the other end (`peer0`) in the host
+//! or moved into a "lan" namespace on the parent's segment ([`segment`]);
+//! configs naming it; the fail-each-step and kill checks of such a plugin
+//! (nothing but `lo` in the container, no lease).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::{Failpoints, PluginHost, TestNetns, links};
+
+/// The parent every test config names.
+pub const MASTER: &str = "master0";
+
+/// A host running `bin`, with `master0` (MTU 1500) and its peer `peer0`
+/// up, host-local and static on its `CNI_PATH`.
+pub fn host(tag: &str, bin: &Path) -> PluginHost {
+    let h = PluginHost::new(tag, bin, &["host-local", "static"]);
+    let add = [
+        "ip", "link", "add", MASTER, "type", "veth", "peer", "name", "peer0",
+    ];
+    h.ns.exec(&add);
+    h.ns.exec(&["ip", "link", "set", MASTER, "up"]);
+    h.ns.exec(&["ip", "link", "set", "peer0", "up"]);
+    h
+}
+
+/// A "lan" namespace on the master's segment: `peer0` moved there, up,
+/// with `addr` (`10.240.50.1/24`) when not empty.
+pub fn segment(h: &PluginHost, addr: &str) -> TestNetns {
+    let lan = TestNetns::new("lan");
+    h.ns.exec(&["ip", "link", "set", "peer0", "netns", lan.name()]);
+    if !addr.is_empty() {
+        lan.exec(&["ip", "addr", "add", addr, "dev", "peer0"]);
+    }
+    lan.exec(&["ip", "link", "set", "peer0", "up"]);
+    lan
+}
+
+/// A config of `plugin` on `master0` in `version`, host-local on
+/// `subnets`; `extra` keys merged on top (`"master": null` removes it).
+pub fn conf(h: &PluginHost, plugin: &str, version: &str, subnets: &[&str], extra: Value) -> Value {
+    let mut keys = json!({"master": MASTER});
+    if let (Some(k), Some(more)) = (keys.as_object_mut(), extra.as_object()) {
+        for (name, v) in more {
+            k.insert(name.clone(), v.clone());
+        }
+    }
+    let mut c = h.conf(plugin, version, subnets, keys);
+    if let Some(obj) = c.as_object_mut() {
+        obj.retain(|_, v| !v.is_null());
+    }
+    c
+}
+
+/// Whether `c` has nothing but `lo`.
+pub fn is_empty(c: &TestNetns) -> bool {
+    links(c).iter().all(|(name, _)| name == "lo")
+}
+
+/// `ip -d -j link show <ifname>` in `ns`, parsed.
+pub fn link_json(ns: &TestNetns, ifname: &str) -> Value {
+    let out = ns.stdout(&["ip", "-d", "-j", "link", "show", ifname]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    v[0].clone()
+}
+
+/// ADD of `conf` failed at each of `steps` in turn (after checking that a
+/// clean ADD passes exactly those `onelink/` points): the injected error,
+/// no cleanup failure, nothing in the container, no lease; then ADD and
+/// DEL of the same attachment work and leave nothing.
+pub fn fail_each_step(h: &PluginHost, conf: &Value, steps: &[&str]) {
+    let points = Failpoints::new();
+    let c = TestNetns::new("fpd");
+    h.run(points.record(h.request("ADD", conf, "clean", c.path(), "eth0")))
+        .ok();
+    h.del(conf, "clean", c.path());
+    assert_eq!(
+        points.passed("onelink/"),
+        steps,
+        "failpoints of a clean ADD"
+    );
+    for (i, step) in steps.iter().enumerate() {
+        let c = TestNetns::new("fpc");
+        let cid = format!("fp{i}");
+        let add = h.request("ADD", conf, &cid, c.path(), "eth0");
+        let r = h.run(add.fail_at(step));
+        let e = r.err(999);
+        assert_eq!(e["msg"], format!("injected failure at {step}"), "{e}");
+        assert!(!r.stderr.contains("cleanup"), "{step}: {}", r.stderr);
+        assert!(is_empty(&c), "{step}: {:?}", links(&c));
+        assert!(h.leases().is_empty(), "{step}: {:?}", h.leases());
+        h.add(conf, &cid, &c);
+        h.del(conf, &cid, c.path());
+        assert!(is_empty(&c), "{step}: {:?}", links(&c));
+        assert!(h.leases().is_empty(), "{step}: {:?}", h.leases());
+    }
+}
+
+/// `command` (ADD, DEL) of `conf` killed anywhere ([`crate::kill`]): DEL
+/// and GC afterwards leave no container link and no lease.
+pub fn kill(h: &PluginHost, command: &str, conf: &Value) {
+    let c = TestNetns::new("kpc");
+    let leftovers = || {
+        let mut left = Vec::new();
+        if !is_empty(&c) {
+            left.push(format!("container links {:?}", links(&c)));
+        }
+        left.extend(h.leases().into_iter().map(|l| format!("lease {l}")));
+        left
+    };
+    crate::kill::main_plugin(h, command, conf, "kill1", &c, &leftovers);
+}
