@@ -83,3 +83,13 @@ fn add_killed_anywhere_leaves_nothing_after_del_and_gc() {
     );
     testsupport::onelink::kill(&h, "ADD", &conf);
 }
+
+#[test]
+#[ignore = "kernel-features: dummy"]
+fn two_secondary_attachments_of_one_pod() {
+    testsupport::require_root();
+    let h = host("dmmu", bin());
+    let (subnet, fixed) = ("10.240.85.0/24", "10.240.86.5/24");
+    let keys = json!({"master": null});
+    testsupport::onelink::two_secondary_attachments(&h, "dummy", keys, json!({}), subnet, fixed);
+}

@@ -112,3 +112,20 @@ fn frames_leave_the_master_tagged() {
     h.del(&conf200, "c1", c200.path());
     h.del(&conf201, "c1", c201.path());
 }
+
+#[test]
+#[ignore = "kernel-features: 8021q"]
+fn two_secondary_attachments_of_one_pod_on_one_master() {
+    testsupport::require_root();
+    let h = host("vlmu", bin());
+    let (subnet, fixed) = ("10.240.83.0/24", "10.240.84.5/24");
+    let keys = json!({"vlanId": 300});
+    testsupport::onelink::two_secondary_attachments(
+        &h,
+        "vlan",
+        keys,
+        json!({"vlanId": 301}),
+        subnet,
+        fixed,
+    );
+}
