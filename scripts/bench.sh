@@ -22,7 +22,8 @@ namespaces and bridges (all named cnirsb<hex>..., subnets inside
   --no-write     print the table only
   --no-build     use the last release build as it is
   --only STEP    run one step (repeatable): VERSION, loopback, host-local,
-                 "bridge serial", plugins, chains, "64 at once",
+                 "bridge serial", plugins, "link plugins" (macvlan,
+                 ipvlan, vlan), chains, "64 at once",
                  "growing bridge", "host-local leases", dhcp
   --scale N      grow the bridge of "growing bridge" to N containers
                  (2-1000; default 1000, 300 with --quick; slopes need more

@@ -1311,6 +1311,7 @@ class Bench(PluginSteps, DhcpSteps):
             ("host-local", self.bench_host_local),
             ("bridge serial", self.bench_bridge_serial),
             ("plugins", self.bench_plugins),
+            ("link plugins", self.bench_link_plugins),
             ("chains", self.bench_chains),
             ("64 at once", self.bench_parallel),
             ("growing bridge", self.bench_scale),

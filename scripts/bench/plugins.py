@@ -160,7 +160,6 @@ class PluginSteps:
             self.plugin_rss("ptp", "ptp, incl. host-local", suites, chains, paths)
         else:
             self.report.missing.append(f"ptp: missing in {self.missing_in('ptp')}; skipped")
-        third = self.bench_onelink(rows, n, third)
         suites = self.both("static")
         if suites:
             # The IPAM plugin called directly, as host-local on its own: the
@@ -236,9 +235,12 @@ class PluginSteps:
         subprocess.run(["ip", "link", "del", probe], capture_output=True)
         return r.returncode == 0
 
-    def bench_onelink(self, rows, n, third):
+    def bench_link_plugins(self):
         """macvlan, ipvlan and vlan on their own (with host-local) on one
         master; a kind the kernel lacks is skipped."""
+        rows = self.report.section("plugins making one link on a master")
+        n = self.opts.n_plugin
+        third = 150
         master = self.onelink_master()
         for plugin, keys in (("macvlan", {"mode": "bridge"}), ("ipvlan", {"mode": "l2"}), ("vlan", {"vlanId": 42})):
             suites = self.both(plugin, "host-local")
@@ -261,7 +263,6 @@ class PluginSteps:
             rows.append((f"plugin: {plugin} ADD (n={n}) — median", self.whole(add, "ours"), self.whole(add, "ref"), "ms"))
             rows.append((f"plugin: {plugin} DEL (n={n}) — median", self.whole(dele, "ours"), self.whole(dele, "ref"), "ms"))
             self.plugin_rss(plugin, f"{plugin}, incl. host-local", suites, chains, paths)
-        return third
 
     def missing_in(self, plugin):
         return " and ".join(s.label for s in (self.ours, self.ref) if not s.working.get(plugin)) or "neither"

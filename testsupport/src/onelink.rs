@@ -113,3 +113,43 @@ pub fn kill(h: &PluginHost, command: &str, conf: &Value) {
     };
     crate::kill::main_plugin(h, command, conf, "kill1", &c, &leftovers);
 }
+
+/// Multus: a pod's secondary networks `net1` (host-local on `subnet`) and
+/// `net2` (static `fixed`) of `plugin` (with `extra` keys, and for `net2`
+/// `more` on top: two VLAN links on one master need two IDs) on one
+/// master, added, CHECKed and deleted one after the other.
+pub fn two_secondary_attachments(
+    h: &PluginHost,
+    plugin: &str,
+    extra: Value,
+    more: Value,
+    subnet: &str,
+    fixed: &str,
+) {
+    let c = TestNetns::new("muc");
+    let add = [
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p",
+    ];
+    c.exec(&add);
+    let dynamic = conf(h, plugin, "1.0.0", &[subnet], extra.clone());
+    let mut keys = extra;
+    keys["ipam"] = json!({"type": "static", "addresses": [{"address": fixed}]});
+    for (k, v) in more.as_object().into_iter().flatten() {
+        keys[k] = v.clone();
+    }
+    let fixed_conf = conf(h, plugin, "1.0.0", &[], keys);
+    let r1 = h.call("ADD", &dynamic, "pod", c.path(), "net1").ok();
+    let r2 = h.call("ADD", &fixed_conf, "pod", c.path(), "net2").ok();
+    assert_eq!(r1["interfaces"][0]["name"], "net1");
+    assert_eq!(r2["interfaces"][0]["name"], "net2");
+    assert_eq!(r2["ips"][0]["address"], fixed);
+    let prev1 = crate::with_prev(&dynamic, &r1);
+    let prev2 = crate::with_prev(&fixed_conf, &r2);
+    h.call("CHECK", &prev1, "pod", c.path(), "net1").ok();
+    h.call("CHECK", &prev2, "pod", c.path(), "net2").ok();
+    h.call("DEL", &prev1, "pod", c.path(), "net1").ok();
+    assert!(crate::has_link(&c, "net2") && !crate::has_link(&c, "net1"));
+    h.call("DEL", &prev2, "pod", c.path(), "net2").ok();
+    assert!(!crate::has_link(&c, "net2"));
+    assert!(h.leases().is_empty());
+}

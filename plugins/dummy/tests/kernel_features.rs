@@ -18,15 +18,15 @@ fn bin() -> &'static Path {
 fn add_check_del_with_a_name_the_host_has() {
     testsupport::require_root();
     let h = host("dml", bin());
-    let mut conf = conf(
+    let ipam = json!({"type": "static", "addresses": [{"address": "10.240.78.2/24"}],
+        "routes": [{"dst": "10.240.0.0/12"}], "dns": {"nameservers": ["10.240.78.53"]}});
+    let conf = conf(
         &h,
         "dummy",
         "1.0.0",
-        &["10.240.78.0/24"],
-        json!({"master": null}),
+        &[],
+        json!({"master": null, "ipam": ipam}),
     );
-    conf["ipam"]["routes"] = json!([{"dst": "10.240.0.0/12"}]);
-    conf["ipam"]["dns"] = json!({"nameservers": ["10.240.78.53"]});
     let c = TestNetns::new("dmlc");
     // The host's own link of that name.
     let r = h.call("ADD", &conf, "c1", c.path(), "master0").ok();
@@ -82,4 +82,14 @@ fn add_killed_anywhere_leaves_nothing_after_del_and_gc() {
         json!({"master": null}),
     );
     testsupport::onelink::kill(&h, "ADD", &conf);
+}
+
+#[test]
+#[ignore = "kernel-features: dummy"]
+fn two_secondary_attachments_of_one_pod() {
+    testsupport::require_root();
+    let h = host("dmmu", bin());
+    let (subnet, fixed) = ("10.240.85.0/24", "10.240.86.5/24");
+    let keys = json!({"master": null});
+    testsupport::onelink::two_secondary_attachments(&h, "dummy", keys, json!({}), subnet, fixed);
 }

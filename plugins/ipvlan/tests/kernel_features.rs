@@ -125,3 +125,19 @@ fn l2_containers_reach_each_other_and_the_segment() {
 fn l3_containers_reach_each_other() {
     traffic("l3", "10.240.71.0/24", "");
 }
+
+#[test]
+#[ignore = "kernel-features: ipvlan"]
+fn two_secondary_attachments_of_one_pod_on_one_master() {
+    testsupport::require_root();
+    let h = host("ipmu", bin());
+    let (subnet, fixed) = ("10.240.81.0/24", "10.240.82.5/24");
+    testsupport::onelink::two_secondary_attachments(
+        &h,
+        "ipvlan",
+        json!({}),
+        json!({}),
+        subnet,
+        fixed,
+    );
+}

@@ -93,6 +93,12 @@ impl Config {
 
 fn add(args: &CmdArgs) -> Result<Result1, Error> {
     let c = Config::parse(&args.stdin)?;
+    if c.ipam_type.is_empty() {
+        // Refused before the link exists (the reference leaves it behind).
+        return Err(Error::config(
+            "failed to execute IPAM delegate: no plugin name provided",
+        ));
+    }
     let links = Links::open(args)?;
     let master = onelink::master(&links, Some(&c.master), c.link_in_container)?;
     onelink::check_mtu(&master, c.mtu)?;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 use testsupport::onelink::{MASTER, conf, fail_each_step, host, is_empty, link_json, segment};
-use testsupport::{TestNetns, ip_of, ping, ping_unanswered, with_prev};
+use testsupport::{TestNetns, ping, ping_unanswered, with_prev};
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_vlan"))
@@ -80,29 +80,52 @@ fn add_killed_anywhere_leaves_nothing_after_del_and_gc() {
     testsupport::onelink::kill(&h, "ADD", &conf);
 }
 
-/// The segment has VLAN 200 (`peer0.200`, 10.240.76.1) and, untagged on
-/// `peer0`, an address of the same subnet (10.240.76.250): a container on
-/// VLAN 200 reaches the first only.
+/// The segment has VLAN 200 only (`peer0.200`, 10.240.76.1; nothing on
+/// `peer0` itself): a container on VLAN 200 reaches it, one on VLAN 201
+/// (the same subnet) does not.
 #[test]
 #[ignore = "kernel-features: 8021q"]
 fn frames_leave_the_master_tagged() {
     testsupport::require_root();
     let h = host("vltr", bin());
-    let lan = segment(&h, "10.240.76.250/24");
+    let lan = segment(&h, "");
     let tagged = ["ip", "link", "add", "link", "peer0", "name", "peer0.200"];
     lan.exec(&[&tagged[..], &["type", "vlan", "id", "200"]].concat());
     lan.exec(&["ip", "addr", "add", "10.240.76.1/24", "dev", "peer0.200"]);
     lan.exec(&["ip", "link", "set", "peer0.200", "up"]);
-    let keys = json!({"vlanId": 200, "ipam": {"type": "static",
-        "addresses": [{"address": "10.240.76.5/24"}]}});
-    let conf = conf(&h, "vlan", "1.0.0", &[], keys);
-    let c = TestNetns::new("vltrc");
-    let r = h.add(&conf, "c1", &c);
-    assert_eq!(ip_of(&r, false), "10.240.76.5");
-    assert!(ping(&c, "10.240.76.1"), "VLAN 200 peer unreachable");
+    let attach = |id: u16, addr: &str, c: &TestNetns| {
+        let keys = json!({"vlanId": id, "ipam": {"type": "static",
+            "addresses": [{"address": addr}]}});
+        let conf = conf(&h, "vlan", "1.0.0", &[], keys);
+        h.add(&conf, "c1", c);
+        conf
+    };
+    let (c200, c201) = (TestNetns::new("vltra"), TestNetns::new("vltrb"));
+    let conf200 = attach(200, "10.240.76.5/24", &c200);
+    let conf201 = attach(201, "10.240.76.6/24", &c201);
+    assert!(ping(&c200, "10.240.76.1"), "VLAN 200 peer unreachable");
+    assert!(ping(&lan, "10.240.76.5"), "VLAN 200 container unreachable");
     assert!(
-        ping_unanswered(&c, "10.240.76.250"),
-        "untagged peer reached"
+        ping_unanswered(&c201, "10.240.76.1"),
+        "VLAN 201 reached VLAN 200"
     );
-    h.del(&conf, "c1", c.path());
+    h.del(&conf200, "c1", c200.path());
+    h.del(&conf201, "c1", c201.path());
+}
+
+#[test]
+#[ignore = "kernel-features: 8021q"]
+fn two_secondary_attachments_of_one_pod_on_one_master() {
+    testsupport::require_root();
+    let h = host("vlmu", bin());
+    let (subnet, fixed) = ("10.240.83.0/24", "10.240.84.5/24");
+    let keys = json!({"vlanId": 300});
+    testsupport::onelink::two_secondary_attachments(
+        &h,
+        "vlan",
+        keys,
+        json!({"vlanId": 301}),
+        subnet,
+        fixed,
+    );
 }

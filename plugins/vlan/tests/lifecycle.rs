@@ -53,7 +53,14 @@ fn bad_input_in_the_references_words_changes_nothing() {
     testsupport::require_root();
     let h = host("vlb", bin());
     let c = TestNetns::new("vlbc");
-    for (keys, code, msg) in cases() {
+    let mut all = cases();
+    // The reference makes the link first and leaves it.
+    all.push((
+        json!({"vlanId": 5, "ipam": null}),
+        7,
+        "failed to execute IPAM delegate: no plugin name provided",
+    ));
+    for (keys, code, msg) in all {
         let conf = conf(&h, "vlan", "1.0.0", &["10.240.72.0/24"], keys.clone());
         let e = h.call("ADD", &conf, "c1", c.path(), "eth0").err(code);
         assert_eq!(e["msg"], msg, "{keys}");
