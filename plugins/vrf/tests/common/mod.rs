@@ -29,6 +29,16 @@ pub fn kernel_has_vrf() -> bool {
         .success()
 }
 
+/// The IPv4 address of `net<i>`.
+pub fn v4(i: usize) -> String {
+    format!("10.240.70.{}", 2 + i)
+}
+
+/// The IPv6 address of `net<i>`.
+pub fn v6(i: usize) -> String {
+    format!("fd40:70::{}", 2 + i)
+}
+
 pub struct Pod {
     pub ns: TestNetns,
     /// The network namespaces, one per interface.
@@ -38,8 +48,11 @@ pub struct Pod {
 
 impl Pod {
     /// `n` interfaces `net0`.. on subnets that all overlap:
-    /// 10.240.70.2/24 and fd40:70::2/64 each, gateway .1, and a route to
-    /// 10.240.170.0/24 via the gateway (which holds 10.240.170.1).
+    /// 10.240.70.0/24 and fd40:70::/64 each, `net<i>` with host `2 + i`,
+    /// gateway .1, and a route to 10.240.170.0/24 via the gateway (which
+    /// holds 10.240.170.1). The hosts differ: an address the pod also has
+    /// outside every VRF sits in the `local` table, whose rule comes
+    /// before the VRFs', and would take the VRF's IPv6 traffic.
     pub fn new(tag: &str, n: usize) -> Pod {
         let ns = TestNetns::new(tag);
         ns.exec(&["sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0"]);
@@ -73,8 +86,22 @@ impl Pod {
                 "-qw",
                 &format!("net.ipv6.conf.{ifname}.keep_addr_on_down=1"),
             ]);
-            ns.exec(&["ip", "addr", "add", "10.240.70.2/24", "dev", &ifname]);
-            ns.exec(&["ip", "addr", "add", "fd40:70::2/64", "dev", &ifname]);
+            ns.exec(&[
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/24", v4(i)),
+                "dev",
+                &ifname,
+            ]);
+            ns.exec(&[
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/64", v6(i)),
+                "dev",
+                &ifname,
+            ]);
             ns.exec(&["ip", "link", "set", &ifname, "up"]);
             ns.exec(&[
                 "ip",
@@ -101,8 +128,8 @@ impl Pod {
         json!({
             "cniVersion": "1.0.0",
             "interfaces": [{"name": format!("net{i}"), "sandbox": self.ns.path()}],
-            "ips": [{"address": "10.240.70.2/24", "gateway": "10.240.70.1", "interface": 0},
-                    {"address": "fd40:70::2/64", "gateway": "fd40:70::1", "interface": 0}],
+            "ips": [{"address": format!("{}/24", v4(i)), "gateway": "10.240.70.1", "interface": 0},
+                    {"address": format!("{}/64", v6(i)), "gateway": "fd40:70::1", "interface": 0}],
             "routes": [{"dst": "10.240.170.0/24", "gw": "10.240.70.1"}],
         })
     }
