@@ -77,7 +77,7 @@ fn two_vrfs_with_overlapping_subnets_and_a_third_interface() {
         assert!(
             table
                 .iter()
-                .any(|r| r.starts_with("10.240.170.0/24 via 10.240.70.1")),
+                .any(|r| r.starts_with(&format!("10.240.170.0/24 via {}", gw4(i)))),
             "{table:?}"
         );
         // Into the pod through each network, and out through each VRF.
