@@ -15,7 +15,7 @@ use crate::{Error, lock, table};
 pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
     let conf = Config::parse(&args.stdin)?;
     let fixed = conf.table()?;
-    let (prev, current) = conf.require_prev()?;
+    let (_, current) = conf.require_prev()?;
     let ips = config::addresses(&args.ifname, &current)?;
     let gateways = conf.gateways()?;
     lock(args)?;
@@ -47,7 +47,7 @@ pub fn add(args: &CmdArgs) -> Result<CniResult, Error> {
         }
         return Err(e);
     }
-    Ok(prev)
+    conf.output(current)
 }
 
 /// A change made, and how to take it back.

@@ -59,6 +59,13 @@ impl Config {
         chained::prev_result(&net)
     }
 
+    /// ADD's output: `prevResult` through the current shape and back to
+    /// the config's version, as the reference prints it (a 0.x address
+    /// gets its `version` again).
+    pub fn output(&self, current: Result1) -> Result<CniResult, Error> {
+        Ok(CniResult::from(current).convert(&self.cni_version)?)
+    }
+
     /// ADD's and CHECK's `prevResult`, required, in both shapes.
     pub fn require_prev(&self) -> Result<(CniResult, Result1), Error> {
         let prev = chained::require(

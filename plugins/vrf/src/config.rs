@@ -46,8 +46,9 @@ impl Config {
             cni_attach::chained::prev_result(&net)?,
             "missing prevResult from earlier plugin",
         )?;
-        cni_attach::chained::current(&prev)?;
-        Ok(prev)
+        // Through the current shape and back, as the reference prints it.
+        let current = cni_attach::chained::current(&prev)?;
+        Ok(CniResult::from(current).convert(&self.cni_version)?)
     }
 }
 

@@ -18,6 +18,30 @@ fn master_of(pod: &Pod, ifname: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What the pod's IPv6 looks like, for a failure's message.
+fn diagnose(pod: &Pod) -> String {
+    let mut out = String::new();
+    for cmd in [
+        &["ip", "-6", "addr"][..],
+        &["ip", "-6", "route", "show", "table", "all"],
+        &["ip", "-6", "rule"],
+        &["ip", "-6", "neigh"],
+    ] {
+        let o = pod.ns.exec_output(cmd);
+        out.push_str(&format!(
+            "\n$ {}\n{}",
+            cmd.join(" "),
+            String::from_utf8_lossy(&o.stdout)
+        ));
+    }
+    let o = pod.nets[0].exec_output(&["ip", "-6", "neigh"]);
+    out.push_str(&format!(
+        "\nnet0's network: {}",
+        String::from_utf8_lossy(&o.stdout)
+    ));
+    out
+}
+
 #[test]
 #[ignore = "kernel-features: vrf (scripts/vm-test.sh)"]
 fn two_vrfs_with_overlapping_subnets_and_a_third_interface() {
@@ -47,20 +71,22 @@ fn two_vrfs_with_overlapping_subnets_and_a_third_interface() {
         // The addresses stayed, the route via the gateway is in the VRF's
         // table.
         let addrs = pod.addrs(&ifname);
-        assert!(
-            addrs.contains("10.240.70.2/24") && addrs.contains("fd40:70::2/64"),
-            "{addrs}"
-        );
+        let (a4, a6) = (format!("{}/24", v4(i)), format!("{}/64", v6(i)));
+        assert!(addrs.contains(&a4) && addrs.contains(&a6), "{addrs}");
         let table = pod.table(if vrf == "red" { "1200" } else { "1" });
         assert!(
             table
                 .iter()
-                .any(|r| r.starts_with("10.240.170.0/24 via 10.240.70.1")),
+                .any(|r| r.starts_with(&format!("10.240.170.0/24 via {}", gw4(i)))),
             "{table:?}"
         );
         // Into the pod through each network, and out through each VRF.
-        assert!(ping(&pod.nets[i], "10.240.70.2"), "{ifname} IPv4");
-        assert!(ping(&pod.nets[i], "fd40:70::2"), "{ifname} IPv6");
+        assert!(ping(&pod.nets[i], &v4(i)), "{ifname} IPv4");
+        assert!(
+            ping(&pod.nets[i], &v6(i)),
+            "{ifname} IPv6: {}",
+            diagnose(&pod)
+        );
         assert!(
             ping_with(&pod.ns, &["-I", vrf], "10.240.170.1"),
             "{vrf} route"
@@ -70,7 +96,8 @@ fn two_vrfs_with_overlapping_subnets_and_a_third_interface() {
     // A third interface joins blue.
     pod.run("ADD", 2, "blue").ok();
     assert!(master_of(&pod, "net2").contains("master=blue"));
-    assert!(ping(&pod.nets[2], "10.240.70.2"));
+    assert!(ping(&pod.nets[2], &v4(2)));
+    assert!(ping(&pod.nets[2], &v6(2)), "net2 IPv6: {}", diagnose(&pod));
     pod.run("CHECK", 2, "blue").ok();
 
     // blue stays while an interface is in it, and goes with the last.

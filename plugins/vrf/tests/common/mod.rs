@@ -29,6 +29,33 @@ pub fn kernel_has_vrf() -> bool {
         .success()
 }
 
+/// The third byte of `net<i>`'s subnet: `net0` and `net1` share
+/// 10.240.70.0/24 (one in each VRF), `net2` and `net3` have 71 (a third
+/// interface joins a VRF on a subnet of its own: one VRF's table holds
+/// one route per subnet).
+pub fn third(i: usize) -> usize {
+    70 + i / 2
+}
+
+/// The IPv4 address of `net<i>`.
+pub fn v4(i: usize) -> String {
+    format!("10.240.{}.{}", third(i), 2 + i)
+}
+
+/// The IPv6 address of `net<i>`.
+pub fn v6(i: usize) -> String {
+    format!("fd40:{}::{}", third(i), 2 + i)
+}
+
+/// The gateways of `net<i>`.
+pub fn gw4(i: usize) -> String {
+    format!("10.240.{}.1", third(i))
+}
+
+pub fn gw6(i: usize) -> String {
+    format!("fd40:{}::1", third(i))
+}
+
 pub struct Pod {
     pub ns: TestNetns,
     /// The network namespaces, one per interface.
@@ -37,9 +64,12 @@ pub struct Pod {
 }
 
 impl Pod {
-    /// `n` interfaces `net0`.. on subnets that all overlap:
-    /// 10.240.70.2/24 and fd40:70::2/64 each, gateway .1, and a route to
-    /// 10.240.170.0/24 via the gateway (which holds 10.240.170.1).
+    /// `n` interfaces `net0`.. on subnets that overlap ([`third`]):
+    /// 10.240.70.0/24 and fd40:70::/64, `net<i>` with host `2 + i`,
+    /// gateway .1, and a route to 10.240.170.0/24 via the gateway (which
+    /// holds 10.240.170.1). The hosts differ: an address the pod also has
+    /// outside every VRF sits in the `local` table, whose rule comes
+    /// before the VRFs', and would take the VRF's IPv6 traffic.
     pub fn new(tag: &str, n: usize) -> Pod {
         let ns = TestNetns::new(tag);
         ns.exec(&["sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0"]);
@@ -48,6 +78,7 @@ impl Pod {
         for i in 0..n {
             let net = TestNetns::new(&format!("{tag}{i}"));
             let ifname = format!("net{i}");
+            let (g4, g6) = (format!("{}/24", gw4(i)), format!("{}/64", gw6(i)));
             net.exec(&[
                 "ip", "link", "add", "gw0", "type", "veth", "peer", "name", &ifname,
             ]);
@@ -55,8 +86,8 @@ impl Pod {
             for cmd in [
                 vec!["sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0"],
                 vec!["sysctl", "-qw", "net.ipv6.conf.gw0.accept_dad=0"],
-                vec!["ip", "addr", "add", "10.240.70.1/24", "dev", "gw0"],
-                vec!["ip", "addr", "add", "fd40:70::1/64", "dev", "gw0"],
+                vec!["ip", "addr", "add", &g4, "dev", "gw0"],
+                vec!["ip", "addr", "add", &g6, "dev", "gw0"],
                 vec!["ip", "addr", "add", "10.240.170.1/32", "dev", "lo"],
                 vec!["ip", "link", "set", "lo", "up"],
                 vec!["ip", "link", "set", "gw0", "up"],
@@ -73,8 +104,22 @@ impl Pod {
                 "-qw",
                 &format!("net.ipv6.conf.{ifname}.keep_addr_on_down=1"),
             ]);
-            ns.exec(&["ip", "addr", "add", "10.240.70.2/24", "dev", &ifname]);
-            ns.exec(&["ip", "addr", "add", "fd40:70::2/64", "dev", &ifname]);
+            ns.exec(&[
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/24", v4(i)),
+                "dev",
+                &ifname,
+            ]);
+            ns.exec(&[
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/64", v6(i)),
+                "dev",
+                &ifname,
+            ]);
             ns.exec(&["ip", "link", "set", &ifname, "up"]);
             ns.exec(&[
                 "ip",
@@ -82,7 +127,7 @@ impl Pod {
                 "add",
                 "10.240.170.0/24",
                 "via",
-                "10.240.70.1",
+                &gw4(i),
                 "dev",
                 &ifname,
                 "metric",
@@ -101,9 +146,9 @@ impl Pod {
         json!({
             "cniVersion": "1.0.0",
             "interfaces": [{"name": format!("net{i}"), "sandbox": self.ns.path()}],
-            "ips": [{"address": "10.240.70.2/24", "gateway": "10.240.70.1", "interface": 0},
-                    {"address": "fd40:70::2/64", "gateway": "fd40:70::1", "interface": 0}],
-            "routes": [{"dst": "10.240.170.0/24", "gw": "10.240.70.1"}],
+            "ips": [{"address": format!("{}/24", v4(i)), "gateway": gw4(i), "interface": 0},
+                    {"address": format!("{}/64", v6(i)), "gateway": gw6(i), "interface": 0}],
+            "routes": [{"dst": "10.240.170.0/24", "gw": gw4(i)}],
         })
     }
 
