@@ -4,9 +4,39 @@
 //! `ip.ValidateExpectedInterfaceIPs` and `ip.ValidateExpectedRoute`).
 
 use cni_net::{Link, Netlink};
-use skel::types::Result1;
+use skel::CmdArgs;
+use skel::types::{Interface, Result1};
 
 use crate::error::Error;
+
+/// CHECK's `prevResult`, in the current shape; `missing` is the plugin's
+/// words for a CHECK without one.
+pub fn prev_result(args: &CmdArgs, missing: &str) -> Result<Result1, Error> {
+    Ok(skel::conf::NetConf::parse(&args.stdin)?
+        .prev_result()?
+        .ok_or_else(|| Error::internal(missing))?
+        .into_v1()?)
+}
+
+/// The interface of `prev` that is `CNI_IFNAME` in `CNI_NETNS`, or the
+/// reference's refusal (with its doubled space: the Go code prints an
+/// empty sandbox there), whose first word is the plugin's (`Sandbox`,
+/// macvlan's `sandbox`).
+pub fn prev_interface<'p>(
+    prev: &'p Result1,
+    args: &CmdArgs,
+    word: &str,
+) -> Result<&'p Interface, Error> {
+    prev.interfaces
+        .iter()
+        .find(|i| i.name == args.ifname && i.sandbox == args.netns_path)
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "{word} in prevResult  doesn't match configured netns: {}",
+                args.netns_path
+            ))
+        })
+}
 
 /// The addresses and routes of `prev` on `link` (in `cont`'s namespace),
 /// in the reference's order and wording.

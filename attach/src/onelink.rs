@@ -251,24 +251,30 @@ pub fn ipam_type(stdin: &[u8]) -> Result<String, Error> {
 }
 
 /// DEL: IPAM DEL (when there is an IPAM) alongside the deletion of
-/// `CNI_IFNAME`; a missing interface or namespace is success.
-pub fn del(args: &CmdArgs, ipam_type: &str) -> Result<(), Error> {
-    let ipam = Some(ipam_type).filter(|t| !t.is_empty());
+/// `CNI_IFNAME`; a missing interface or namespace is success. It reads
+/// only `ipam.type` of the config: no master is looked up (the reference's
+/// DEL fails without a default route, or after a plugin appended an
+/// interface to the cached `prevResult`).
+pub fn del(args: &CmdArgs) -> Result<(), Error> {
+    let ipam_type = ipam_type(&args.stdin)?;
+    let ipam = Some(ipam_type.as_str()).filter(|t| !t.is_empty());
     join(teardown::del(args, ipam, Removal::Delete).errors)
 }
 
 /// STATUS: IPAM's, when there is an IPAM.
-pub fn status(args: &CmdArgs, ipam_type: &str) -> Result<(), Error> {
+pub fn status(args: &CmdArgs) -> Result<(), Error> {
+    let ipam_type = ipam_type(&args.stdin)?;
     if !ipam_type.is_empty() {
-        skel::invoke::delegate(ipam_type, "STATUS", &args.path, &args.stdin)?;
+        skel::invoke::delegate(&ipam_type, "STATUS", &args.path, &args.stdin)?;
     }
     Ok(())
 }
 
 /// GC: IPAM's, when there is an IPAM (the link goes with its namespace).
-pub fn gc(args: &CmdArgs, ipam_type: &str) -> Result<(), Error> {
+pub fn gc(args: &CmdArgs) -> Result<(), Error> {
+    let ipam_type = ipam_type(&args.stdin)?;
     if !ipam_type.is_empty() {
-        skel::invoke::delegate(ipam_type, "GC", &args.path, &args.stdin)?;
+        skel::invoke::delegate(&ipam_type, "GC", &args.path, &args.stdin)?;
     }
     Ok(())
 }
@@ -324,20 +330,8 @@ pub fn check(args: &CmdArgs, e: &Expect) -> Result<(), Error> {
     if !e.ipam_type.is_empty() {
         skel::invoke::delegate(e.ipam_type, "CHECK", &args.path, &args.stdin)?;
     }
-    let prev = skel::conf::NetConf::parse(&args.stdin)?
-        .prev_result()?
-        .ok_or_else(|| Error::internal(e.words.prev_missing))?
-        .into_v1()?;
-    let Some(intf) = prev
-        .interfaces
-        .iter()
-        .find(|i| i.name == args.ifname && i.sandbox == args.netns_path)
-    else {
-        return Err(Error::internal(format!(
-            "{} in prevResult  doesn't match configured netns: {}",
-            e.words.sandbox, args.netns_path
-        )));
-    };
+    let prev = crate::check::prev_result(args, e.words.prev_missing)?;
+    let intf = crate::check::prev_interface(&prev, args, e.words.sandbox)?;
     let master = match e.master {
         Some((name, in_container)) => Some(
             links

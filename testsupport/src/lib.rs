@@ -252,6 +252,17 @@ impl TestNetns {
         v
     }
 
+    /// `ip -j -d link show <name>` inside the namespace: the link's details
+    /// as iproute2 reads them back, `None` when there is no such link.
+    pub fn link_json(&self, name: &str) -> Option<serde_json::Value> {
+        let out = self.exec_output(&["ip", "-j", "-d", "link", "show", name]);
+        if !out.status.success() {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        v.get(0).cloned()
+    }
+
     /// Delete now (to test DEL after the namespace is gone).
     pub fn delete(&mut self) {
         if !self.name.is_empty() {

@@ -66,7 +66,8 @@ fn add(args: &CmdArgs) -> Result<Result1, Error> {
 }
 
 fn del(args: &CmdArgs) -> Result<(), Error> {
-    onelink::del(args, &parse(&args.stdin)?.ipam.plugin_type)
+    parse(&args.stdin)?;
+    onelink::del(args)
 }
 
 fn check(args: &CmdArgs) -> Result<(), Error> {
@@ -95,11 +96,13 @@ fn check(args: &CmdArgs) -> Result<(), Error> {
 }
 
 fn status(args: &CmdArgs) -> Result<(), Error> {
-    onelink::status(args, &parse(&args.stdin)?.ipam.plugin_type)
+    parse(&args.stdin)?;
+    onelink::status(args)
 }
 
 fn gc(args: &CmdArgs) -> Result<(), Error> {
-    onelink::gc(args, &parse(&args.stdin)?.ipam.plugin_type)
+    parse(&args.stdin)?;
+    onelink::gc(args)
 }
 
 #[cfg(test)]

@@ -64,16 +64,7 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     if conf.dpdk {
         return Ok(());
     }
-    let Some(intf) = prev
-        .interfaces
-        .iter()
-        .find(|i| i.name == args.ifname && i.sandbox == args.netns_path)
-    else {
-        return Err(Error::internal(format!(
-            "Sandbox in prevResult  doesn't match configured netns: {}",
-            args.netns_path
-        )));
-    };
+    let intf = check::prev_interface(&prev, args, "Sandbox")?;
     let cont = Netlink::in_netns(ns)?;
     let link = cont.find_link(&intf.name)?.ok_or_else(|| {
         Error::internal(format!(

@@ -20,10 +20,10 @@ pub const PLUGIN: cni_attach::Main = cni_attach::Main {
     name: "ipvlan",
     since: "",
     add,
-    del,
+    del: onelink::del,
     check,
-    status,
-    gc,
+    status: onelink::status,
+    gc: onelink::gc,
 };
 
 /// The stdin configuration (the reference's `NetConf`).
@@ -131,12 +131,6 @@ fn add(args: &CmdArgs) -> Result<Result1, Error> {
     onelink::add(args, &links, &a)
 }
 
-/// Without the master (the reference's DEL fails without a default route,
-/// or after a plugin appended an interface to the cached `prevResult`).
-fn del(args: &CmdArgs) -> Result<(), Error> {
-    onelink::del(args, &onelink::ipam_type(&args.stdin)?)
-}
-
 fn check(args: &CmdArgs) -> Result<(), Error> {
     let c = Config::parse(&args.stdin)?;
     let verify = |l: &Link| match &l.kind {
@@ -157,14 +151,6 @@ fn check(args: &CmdArgs) -> Result<(), Error> {
             verify: &verify,
         },
     )
-}
-
-fn status(args: &CmdArgs) -> Result<(), Error> {
-    onelink::status(args, &onelink::ipam_type(&args.stdin)?)
-}
-
-fn gc(args: &CmdArgs) -> Result<(), Error> {
-    onelink::gc(args, &onelink::ipam_type(&args.stdin)?)
 }
 
 #[cfg(test)]

@@ -20,10 +20,10 @@ pub const PLUGIN: cni_attach::Main = cni_attach::Main {
     name: "macvlan",
     since: "",
     add,
-    del,
+    del: onelink::del,
     check,
-    status,
-    gc,
+    status: onelink::status,
+    gc: onelink::gc,
 };
 
 fn kind(c: &Config) -> Kind {
@@ -62,12 +62,6 @@ fn add(args: &CmdArgs) -> Result<Result1, Error> {
     onelink::add(args, &links, &a)
 }
 
-/// Without the master (the reference before v1.4.0 needed it) and without
-/// the namespace.
-fn del(args: &CmdArgs) -> Result<(), Error> {
-    onelink::del(args, &onelink::ipam_type(&args.stdin)?)
-}
-
 fn check(args: &CmdArgs) -> Result<(), Error> {
     let c = Config::parse(&args.stdin, &args.args)?;
     let master = master(&Links::open(args)?, &c)?;
@@ -89,12 +83,4 @@ fn check(args: &CmdArgs) -> Result<(), Error> {
             verify: &verify,
         },
     )
-}
-
-fn status(args: &CmdArgs) -> Result<(), Error> {
-    onelink::status(args, &onelink::ipam_type(&args.stdin)?)
-}
-
-fn gc(args: &CmdArgs) -> Result<(), Error> {
-    onelink::gc(args, &onelink::ipam_type(&args.stdin)?)
 }

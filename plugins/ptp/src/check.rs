@@ -18,20 +18,8 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
         Error::from(e).context(format!("failed to open netns {:?}", args.netns_path))
     })?;
     skel::invoke::delegate(&conf.ipam_type, "CHECK", &args.path, &args.stdin)?;
-    let prev = skel::conf::NetConf::parse(&args.stdin)?
-        .prev_result()?
-        .ok_or_else(|| Error::internal("ptp: Required prevResult missing"))?
-        .into_v1()?;
-    let Some(cont_if) = prev
-        .interfaces
-        .iter()
-        .find(|i| i.name == args.ifname && i.sandbox == args.netns_path)
-    else {
-        return Err(Error::internal(format!(
-            "Sandbox in prevResult  doesn't match configured netns: {}",
-            args.netns_path
-        )));
-    };
+    let prev = check::prev_result(args, "ptp: Required prevResult missing")?;
+    let cont_if = check::prev_interface(&prev, args, "Sandbox")?;
     let cont = Netlink::in_netns(ns)?;
     let link = container_link(&cont, cont_if)?;
     check::addresses_and_routes(&cont, &link, &prev)?;

@@ -29,20 +29,8 @@ pub fn check(args: &CmdArgs) -> Result<(), Error> {
     if !conf.ipam_type.is_empty() {
         skel::invoke::delegate(&conf.ipam_type, "CHECK", &args.path, &args.stdin)?;
     }
-    let prev = skel::conf::NetConf::parse(&args.stdin)?
-        .prev_result()?
-        .ok_or_else(|| Error::internal("Required prevResult missing"))?
-        .into_v1()?;
-    if !prev
-        .interfaces
-        .iter()
-        .any(|i| i.name == args.ifname && i.sandbox == args.netns_path)
-    {
-        return Err(Error::internal(format!(
-            "Sandbox in prevResult  doesn't match configured netns: {}",
-            args.netns_path
-        )));
-    }
+    let prev = check::prev_result(args, "Required prevResult missing")?;
+    check::prev_interface(&prev, args, "Sandbox")?;
     let cont = Netlink::in_netns(ns)?;
     let link = cont
         .find_link(&args.ifname)?

@@ -19,10 +19,10 @@ pub const PLUGIN: cni_attach::Main = cni_attach::Main {
     name: "vlan",
     since: "",
     add,
-    del,
+    del: onelink::del,
     check,
-    status,
-    gc,
+    status: onelink::status,
+    gc: onelink::gc,
 };
 
 /// The stdin configuration (the reference's `NetConf`).
@@ -120,11 +120,6 @@ fn add(args: &CmdArgs) -> Result<Result1, Error> {
     onelink::add(args, &links, &a)
 }
 
-/// Without the master (the reference's DEL fails once it is gone).
-fn del(args: &CmdArgs) -> Result<(), Error> {
-    onelink::del(args, &onelink::ipam_type(&args.stdin)?)
-}
-
 fn check(args: &CmdArgs) -> Result<(), Error> {
     let c = Config::parse(&args.stdin)?;
     let verify = |l: &Link| {
@@ -161,14 +156,6 @@ fn check(args: &CmdArgs) -> Result<(), Error> {
             verify: &verify,
         },
     )
-}
-
-fn status(args: &CmdArgs) -> Result<(), Error> {
-    onelink::status(args, &onelink::ipam_type(&args.stdin)?)
-}
-
-fn gc(args: &CmdArgs) -> Result<(), Error> {
-    onelink::gc(args, &onelink::ipam_type(&args.stdin)?)
 }
 
 #[cfg(test)]

@@ -49,12 +49,7 @@ impl Device {
 
 /// `ip -j -d link show <name>` in `ns`, `None` when there is no such link.
 pub fn link(ns: &TestNetns, name: &str) -> Option<Value> {
-    let out = ns.exec_output(&["ip", "-j", "-d", "link", "show", name]);
-    if !out.status.success() {
-        return None;
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
-    v.get(0).cloned()
+    ns.link_json(name)
 }
 
 pub fn is_up(l: &Value) -> bool {

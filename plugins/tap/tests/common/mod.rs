@@ -37,12 +37,7 @@ pub fn conf(h: &PluginHost, subnets: &[&str], extra: Value) -> Value {
 
 /// `ip -j -d link show <name>` in `ns`, `None` when there is no such link.
 pub fn link(ns: &TestNetns, name: &str) -> Option<Value> {
-    let out = ns.exec_output(&["ip", "-j", "-d", "link", "show", name]);
-    if !out.status.success() {
-        return None;
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
-    v.get(0).cloned()
+    ns.link_json(name)
 }
 
 pub fn is_empty(c: &TestNetns) -> bool {
