@@ -62,10 +62,17 @@ pub fn is_empty(c: &TestNetns) -> bool {
 
 /// `ip -d -j link show <ifname>` in `ns`, parsed.
 pub fn link_json(ns: &TestNetns, ifname: &str) -> Value {
-    let out = ns.stdout(&["ip", "-d", "-j", "link", "show", ifname]);
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    v[0].clone()
+    ns.link_json(ifname)
+        .unwrap_or_else(|| panic!("no link {ifname} in {}", ns.name()))
 }
+
+/// The steps of an ADD with IPAM, each one's `onelink/` point.
+pub const IPAM_STEPS: &[&str] = &[
+    "onelink/ipam-started",
+    "onelink/link-created",
+    "onelink/ipam-done",
+    "onelink/configured",
+];
 
 /// ADD of `conf` failed at each of `steps` in turn (after checking that a
 /// clean ADD passes exactly those `onelink/` points): the injected error,

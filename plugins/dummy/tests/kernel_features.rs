@@ -60,13 +60,7 @@ fn failed_add_at_each_step_leaves_nothing() {
         &["10.240.79.0/24"],
         json!({"master": null}),
     );
-    let steps = [
-        "onelink/ipam-started",
-        "onelink/link-created",
-        "onelink/ipam-done",
-        "onelink/configured",
-    ];
-    fail_each_step(&h, &conf, &steps);
+    fail_each_step(&h, &conf, testsupport::onelink::IPAM_STEPS);
 }
 
 #[test]

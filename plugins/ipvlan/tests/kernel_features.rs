@@ -77,13 +77,7 @@ fn failed_add_at_each_step_leaves_nothing() {
     testsupport::require_root();
     let h = host("ipfp", bin());
     let conf = conf(&h, "ipvlan", "1.0.0", &["10.240.68.0/24"], json!({}));
-    let steps = [
-        "onelink/ipam-started",
-        "onelink/link-created",
-        "onelink/ipam-done",
-        "onelink/configured",
-    ];
-    fail_each_step(&h, &conf, &steps);
+    fail_each_step(&h, &conf, testsupport::onelink::IPAM_STEPS);
 }
 
 #[test]

@@ -15,13 +15,7 @@ use testsupport::onelink::fail_each_step;
 fn failed_add_at_each_step_leaves_nothing_dual_stack() {
     let h = host("fp");
     let conf = conf(&h, "1.0.0", &["10.240.60.0/24", "fd40:60::/64"], json!({}));
-    let steps = [
-        "onelink/ipam-started",
-        "onelink/link-created",
-        "onelink/ipam-done",
-        "onelink/configured",
-    ];
-    fail_each_step(&h, &conf, &steps);
+    fail_each_step(&h, &conf, testsupport::onelink::IPAM_STEPS);
 }
 
 #[test]

@@ -56,13 +56,7 @@ fn failed_add_at_each_step_leaves_nothing() {
         &["10.240.74.0/24"],
         json!({"vlanId": 7}),
     );
-    let steps = [
-        "onelink/ipam-started",
-        "onelink/link-created",
-        "onelink/ipam-done",
-        "onelink/configured",
-    ];
-    fail_each_step(&h, &conf, &steps);
+    fail_each_step(&h, &conf, testsupport::onelink::IPAM_STEPS);
 }
 
 #[test]
