@@ -66,6 +66,9 @@ modules=(
 # Commands the tests and plugins run, copied with their libraries.
 tools=(ip bridge ping sysctl nft iptables iptables-save iptables-restore
     ip6tables ip6tables-save ip6tables-restore)
+# The reference plugins (Debian's v1.1.1) the differential tests run
+# beside ours, at their host path, with their libraries.
+reference=(ipvlan vlan vrf host-local static)
 
 install_tools() {
     local missing=()
@@ -78,6 +81,7 @@ install_tools() {
     command -v sysctl >/dev/null || missing+=(procps)
     command -v nft >/dev/null || missing+=(nftables)
     command -v iptables >/dev/null || missing+=(iptables)
+    [ -x /usr/lib/cni/vrf ] || missing+=(containernetworking-plugins)
     [ ${#missing[@]} -eq 0 ] && return
     [ "$(id -u)" = 0 ] || die "missing ${missing[*]}; run as root to install them"
     echo "==> installing ${missing[*]}"
@@ -187,8 +191,9 @@ build() {
     [ -n "$tests" ] || die "no test executable holds a kernel-features test"
 }
 
-# The initramfs tree: busybox, the tools and our binaries at their host
-# paths (tests find the plugins by absolute path), modules, /init.
+# The initramfs tree: busybox, the tools, our binaries and the reference
+# plugins at their host paths (tests find the plugins by absolute path),
+# modules, /init.
 stage_root() {
     local d t m
     root=$vm/root
@@ -203,6 +208,7 @@ stage_root() {
     # iptables loads its match and target extensions at run time.
     for m in /usr/lib/x86_64-linux-gnu/xtables/*.so; do add_elf "$m"; done
     for m in $bins $tests; do add_elf "$m"; done
+    for m in "${reference[@]}"; do add_elf "/usr/lib/cni/$m"; done
     cp /etc/protocols /etc/services "$root/etc/"
     echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
     echo "root:x:0:" >"$root/etc/group"
