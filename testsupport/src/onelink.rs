@@ -3,7 +3,8 @@
 //! one end of a veth pair (`master0`), the other end (`peer0`) in the host
 //! or moved into a "lan" namespace on the parent's segment ([`segment`]);
 //! configs naming it; the fail-each-step and kill checks of such a plugin
-//! (nothing but `lo` in the container, no lease).
+//! (nothing but `lo` in the container, no lease); the differential check
+//! against the reference binary of the same plugin ([`same_as_reference`]).
 
 use std::path::Path;
 
@@ -159,4 +160,98 @@ pub fn two_secondary_attachments(
     h.call("DEL", &prev2, "pod", c.path(), "net2").ok();
     assert!(!crate::has_link(&c, "net2"));
     assert!(h.leases().is_empty());
+}
+
+/// The reference plugins (Debian's v1.1.1 `containernetworking-plugins`),
+/// also at this path in the VM image (`scripts/vm-test.sh`).
+pub const REFERENCE: &str = "/usr/lib/cni";
+
+/// `cmd` of the reference `plugin` on `h`'s host with its own IPAM
+/// plugins (`CNI_PATH` [`REFERENCE`]), `net1` in `c`.
+pub fn reference(
+    h: &PluginHost,
+    plugin: &str,
+    cmd: &str,
+    conf: &Value,
+    cid: &str,
+    c: &TestNetns,
+) -> crate::PluginRun {
+    let call = h.request(cmd, conf, cid, c.path(), "net1").path(REFERENCE);
+    call.run_in(h.ns.name(), &Path::new(REFERENCE).join(plugin))
+}
+
+/// A result without what names one attachment rather than its settings:
+/// the MAC, the sandbox, and the empty `dns` the reference prints.
+pub fn comparable(mut r: Value) -> Value {
+    r["interfaces"][0]["mac"] = json!("-");
+    r["interfaces"][0]["sandbox"] = json!("-");
+    if r["dns"] == json!({}) {
+        r.as_object_mut().map(|o| o.remove("dns"));
+    }
+    r
+}
+
+/// What `c`'s `net1` has, read back: kind and the kind's settings (mode,
+/// VLAN ID and protocol), MTU, flags (up), parent index, IPv4
+/// addresses and routes (not the MAC, not the queue length: v1.1.1's is
+/// 0, fixed in v1.6.0).
+pub fn settings(c: &TestNetns) -> Value {
+    let l = link_json(c, "net1");
+    let addrs = c.stdout(&["ip", "-4", "-o", "addr", "show", "dev", "net1"]);
+    let addrs: Vec<String> = addrs
+        .lines()
+        .map(|l| l.split_whitespace().nth(3).unwrap_or("").to_string())
+        .collect();
+    json!({
+        "kind": l["linkinfo"]["info_kind"],
+        "data": l["linkinfo"]["info_data"],
+        "mtu": l["mtu"],
+        // Flags, not `operstate`: the kernel settles that a moment after
+        // the link came up (linkwatch), so a read right after ADD may see
+        // `UNKNOWN` for either.
+        "flags": l["flags"],
+        "parent": l["link_index"],
+        "addrs": addrs,
+        "routes": c.stdout(&["ip", "-4", "route", "show", "dev", "net1"]),
+    })
+}
+
+/// `conf` (of `h`'s plugin, `plugin` in the reference's name) added by
+/// the reference into one container, CHECKed and DELed by ours; then
+/// added by ours into another, CHECKed and DELed by the reference (one
+/// after the other: a VLAN ID or an ipvlan address is the master's
+/// once). Both results agree but for [`comparable`]'s fields, and the
+/// links' [`settings`] are the same, the parent being `master0`.
+pub fn same_as_reference(h: &PluginHost, plugin: &str, conf: &Value) {
+    let (a, b) = (TestNetns::new("dfa"), TestNetns::new("dfb"));
+    let theirs = reference(h, plugin, "ADD", conf, "a", &a).ok();
+    let their_link = settings(&a);
+    let master = link_json(&h.ns, MASTER)["ifindex"].clone();
+    assert_eq!(their_link["parent"], master, "{their_link}");
+    let theirs_prev = crate::with_prev(conf, &theirs);
+    h.call("CHECK", &theirs_prev, "a", a.path(), "net1").ok();
+    h.call("DEL", &theirs_prev, "a", a.path(), "net1").ok();
+    assert!(is_empty(&a), "{:?}", links(&a));
+
+    let mine = h.call("ADD", conf, "b", b.path(), "net1").ok();
+    assert_eq!(mine["interfaces"][0]["sandbox"], b.path());
+    assert_eq!(comparable(mine.clone()), comparable(theirs));
+    assert_eq!(settings(&b), their_link);
+    let mine_prev = crate::with_prev(conf, &mine);
+    reference(h, plugin, "CHECK", &mine_prev, "b", &b).ok();
+    reference(h, plugin, "DEL", &mine_prev, "b", &b).ok();
+    assert!(is_empty(&b), "{:?}", links(&b));
+    assert!(h.leases().is_empty(), "{:?}", h.leases());
+}
+
+/// The error of ADD of `conf` into `c`'s `net1`, ours and the
+/// reference's (`(ours, theirs)`, each the whole error JSON). Ours runs
+/// first: the reference may leave a link behind (README, "Where we
+/// deliberately differ").
+pub fn both_refuse(h: &PluginHost, plugin: &str, conf: &Value, c: &TestNetns) -> (Value, Value) {
+    let mine = h.call("ADD", conf, "r", c.path(), "net1");
+    assert_ne!(mine.code, 0, "ours accepted {conf}");
+    let theirs = reference(h, plugin, "ADD", conf, "r", c);
+    assert_eq!(theirs.code, 1, "the reference: {theirs:?}");
+    (mine.json(), theirs.json())
 }

@@ -16,9 +16,6 @@ pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_macvlan"))
 }
 
-/// The reference plugins (Debian's `containernetworking-plugins`).
-pub const REFERENCE: &str = "/usr/lib/cni";
-
 /// A host running macvlan, with `master0` up.
 pub fn host(tag: &str) -> PluginHost {
     testsupport::onelink::host(tag, bin())
