@@ -18,7 +18,7 @@
 //! issue's full run); by default enough to fail without the policy.
 
 use serde_json::{Value, json};
-use testsupport::orphans::{PidsCgroup, init_of, spawn_under_init, zombies_of};
+use testsupport::orphans::{PidsCgroup, command_of, init_of, spawn_under_init, zombies_of};
 use testsupport::{TempDir, TestNetns, cni_path_with, plugin_bin, require_root, unique_name};
 
 /// What the cgroup allows, as in the measurement.
@@ -156,12 +156,13 @@ fn run(net: &Net, mode: &str, cycles: u32) -> Option<Outcome> {
     ];
     let mut child = spawn_under_init(&cgroup, host.name(), mode, &["sh", "-c", DRIVER], &env);
     let init = init_of(&child);
+    let driver = command_of(init);
     let mut max_zombies = 0;
     // Each cycle must end within the tests' deadline (a stalled run fails
     // rather than hangs; the bound scales with the cycles).
     let (mut seen, mut since) = (String::new(), std::time::Instant::now());
     let status = loop {
-        max_zombies = max_zombies.max(zombies_of(init));
+        max_zombies = max_zombies.max(zombies_of(init, driver));
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }

@@ -99,8 +99,11 @@ pub fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// How many children of `pid` are zombies (exited, not reaped).
-pub fn zombies_of(pid: u32) -> usize {
+/// How many children of `pid` are zombies (exited, not reaped), leaving out
+/// `own`: the child `pid` started itself and waits for, a zombie only
+/// between its exit and that wait (a sample taken then saw one zombie
+/// under a PID 1 that leaves none).
+pub fn zombies_of(pid: u32, own: u32) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -114,7 +117,7 @@ pub fn zombies_of(pid: u32) -> usize {
             let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
             let mut w = rest.split_whitespace();
             let (state, ppid) = (w.next(), w.next().and_then(|x| x.parse::<u32>().ok()));
-            state == Some("Z") && ppid == Some(pid)
+            state == Some("Z") && ppid == Some(pid) && *p != own
         })
         .count()
 }
@@ -154,4 +157,15 @@ pub fn init_of(child: &Child) -> u32 {
         init.is_some()
     });
     init.unwrap_or_else(|| panic!("unshare ({}) made no PID 1", child.id()))
+}
+
+/// The child PID 1 `init` started for the command (and waits for);
+/// waits for it to exist.
+pub fn command_of(init: u32) -> u32 {
+    let mut cmd = None;
+    crate::wait::retry(|| {
+        cmd = children(init).first().copied();
+        cmd.is_some()
+    });
+    cmd.unwrap_or_else(|| panic!("PID 1 ({init}) started no command"))
 }

@@ -92,6 +92,21 @@ impl Queue {
         self.recv_for(testsupport::deadline(), want)
     }
 
+    /// `frame` sent again each second until a frame `want` accepts comes
+    /// back, within the tests' deadline: the first ones may be lost while
+    /// the kernel activates the tap's queue discipline after its carrier
+    /// came on (its link watch runs late on a busy machine).
+    pub fn ask(&mut self, frame: &[u8], want: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
+        let end = Instant::now() + testsupport::deadline();
+        while Instant::now() < end {
+            self.send(frame);
+            if let Some(reply) = self.recv_for(Duration::from_secs(1), &want) {
+                return Some(reply);
+            }
+        }
+        None
+    }
+
     /// [`Queue::recv`] within `limit`.
     pub fn recv_for(&mut self, limit: Duration, want: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
         let end = Instant::now() + limit;
