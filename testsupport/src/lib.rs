@@ -13,6 +13,7 @@
 //! [`wait`] the one deadline every wait of a test is bounded by;
 //! [`firewalld`] a private system bus with a real firewalld on it.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -291,7 +292,10 @@ fn strip_handles(v: &mut serde_json::Value) {
 
 /// An exclusive `flock` on a file held by another process (`flock -o`,
 /// which holds it alone: killing it releases the lock) until dropped; for
-/// the tests of bounded lock waits.
+/// the tests of bounded lock waits. `flock` and its `sleep` are a process
+/// group of their own, killed together: a `sleep` left running kept the
+/// test's stderr, the pipe `scripts/test.sh` reads `cargo test` through,
+/// open for its 600 s after every test had ended.
 pub struct HeldLock(std::process::Child);
 
 impl HeldLock {
@@ -302,6 +306,8 @@ impl HeldLock {
             .arg(path)
             .args(["sleep", "600"])
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
         // flock runs its command once it holds the lock.
@@ -323,6 +329,13 @@ impl HeldLock {
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
+        // Not reaped yet, so its group id cannot have been reused.
+        if let Ok(pgid) = i32::try_from(self.0.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
