@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::process::Command;
 
 use cni_net::netns;
 
@@ -53,13 +52,15 @@ pub fn create_labeled(ns: &File, name: &str, conf: &Config) -> Result<(), Error>
                 skel::io_text(&e)
             ))
         })?;
-        let out = Command::new("ip").args(&args).output();
+        // Bounded like every wait of a call: a hung `ip` is killed and named.
+        let out = skel::exec::Command::new("ip")
+            .args(&args)
+            .timeout(skel::deadline::timeout())
+            .run();
         // The label is for that one exec only.
         let _ = std::fs::write(label, "");
-        let out = out.map_err(|e| {
-            Error::internal(format!("failed to run command ip: {}", skel::io_text(&e)))
-        })?;
-        if !out.status.success() {
+        let out = out.map_err(|e| Error::internal(format!("failed to run command ip: {e}")))?;
+        if !out.success() {
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&out.stderr));
             return Err(Error::internal(format!(
